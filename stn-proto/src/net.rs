@@ -1,0 +1,56 @@
+//! Network vocabulary shared by the machines: endpoints, network kinds and the
+//! ways a connection attempt can fail.
+
+pub use std::net::{IpAddr, SocketAddr};
+
+/// What kind of network the device is on. Mars's timeouts distinguish only
+/// "mobile" from everything else ("W" = Wi-Fi, other or none).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum NetworkKind {
+    /// Wi-Fi or wired.
+    #[default]
+    Wifi,
+    /// A cellular network (2G/3G/4G/5G): slower minimum rates, longer timeouts.
+    Mobile,
+    /// Some other network (VPN, unknown).
+    Other,
+    /// No network at all.
+    None,
+}
+
+impl NetworkKind {
+    /// Mars's "M" column applies; every other kind uses the "W" column.
+    pub const fn is_mobile(self) -> bool {
+        matches!(self, NetworkKind::Mobile)
+    }
+}
+
+/// Why a TCP connection attempt failed, as the adapter (or simulator) saw it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ConnectError {
+    /// The peer answered with RST (`ECONNREFUSED`).
+    Refused,
+    /// The connection was reset during the handshake (`ECONNRESET`).
+    Reset,
+    /// The operating system gave up retransmitting SYNs (`ETIMEDOUT`).
+    TimedOut,
+    /// No route to the host or network (`EHOSTUNREACH`, `ENETUNREACH`).
+    Unreachable,
+    /// The attempt was abandoned by stn's own per-attempt deadline.
+    AttemptTimeout,
+    /// Any other OS error, with its raw code where known (0 if unknown).
+    Other(i32),
+}
+
+impl core::fmt::Display for ConnectError {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            ConnectError::Refused => f.write_str("connection refused"),
+            ConnectError::Reset => f.write_str("connection reset during connect"),
+            ConnectError::TimedOut => f.write_str("connect timed out (OS)"),
+            ConnectError::Unreachable => f.write_str("host or network unreachable"),
+            ConnectError::AttemptTimeout => f.write_str("connect attempt deadline passed"),
+            ConnectError::Other(code) => write!(f, "connect failed (os error {code})"),
+        }
+    }
+}
