@@ -1,0 +1,128 @@
+//! The I/O vocabulary between the machines and whoever executes their actions
+//! (an adapter with real sockets, or the simulator): connection ids, the
+//! socket operations the core asks for, and the socket events fed back.
+
+use bytes::Bytes;
+
+use crate::net::{ConnectError, SocketAddr};
+
+/// Names one TCP connection for its whole life. Ids are never reused within
+/// one engine, so a late event for a closed connection can be recognised and
+/// ignored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ConnId(pub u64);
+
+impl core::fmt::Display for ConnId {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "conn#{}", self.0)
+    }
+}
+
+/// Hands out fresh [`ConnId`]s. One allocator per engine; machines that open
+/// connections borrow it in the calls that may connect.
+#[derive(Clone, Debug, Default)]
+pub struct ConnIds {
+    next: u64,
+}
+
+impl ConnIds {
+    /// An allocator starting at `ConnId(1)`.
+    pub const fn new() -> Self {
+        ConnIds { next: 1 }
+    }
+
+    /// The next unused id.
+    pub fn next_id(&mut self) -> ConnId {
+        let id = ConnId(self.next.max(1));
+        self.next = id.0.saturating_add(1);
+        id
+    }
+}
+
+/// A socket operation the core asks the executor to perform.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IoAction {
+    /// Open a TCP connection to `addr`; answer with [`ConnEvent::Connected`]
+    /// or [`ConnEvent::ConnectFailed`] unless a [`IoAction::Close`] for the
+    /// same id comes first.
+    Connect {
+        /// The new connection's id.
+        conn: ConnId,
+        /// Where to connect.
+        addr: SocketAddr,
+    },
+    /// Write `data` on the connection, in order after earlier sends.
+    Send {
+        /// The connection.
+        conn: ConnId,
+        /// Bytes to write.
+        data: Bytes,
+    },
+    /// Close the connection (or abandon the connect in progress). No further
+    /// events for this id are expected; any that arrive are ignored.
+    Close {
+        /// The connection.
+        conn: ConnId,
+    },
+}
+
+impl IoAction {
+    /// The connection the action is about.
+    pub fn conn(&self) -> ConnId {
+        match self {
+            IoAction::Connect { conn, .. }
+            | IoAction::Send { conn, .. }
+            | IoAction::Close { conn } => *conn,
+        }
+    }
+}
+
+/// What happened on a connection, as the executor saw it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ConnEvent {
+    /// The TCP handshake completed.
+    Connected,
+    /// The connect attempt failed.
+    ConnectFailed(ConnectError),
+    /// Bytes arrived (any chunking).
+    Received(Bytes),
+    /// The connection ended.
+    Closed(CloseReason),
+}
+
+/// How an established connection ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum CloseReason {
+    /// The peer closed its side cleanly (EOF).
+    Eof,
+    /// The connection was reset (RST).
+    Reset,
+    /// A read or write failed with this OS error code (0 if unknown).
+    Error(i32),
+}
+
+impl core::fmt::Display for CloseReason {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            CloseReason::Eof => f.write_str("closed by peer"),
+            CloseReason::Reset => f.write_str("connection reset"),
+            CloseReason::Error(code) => write!(f, "socket error (os error {code})"),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_fresh_and_start_at_one() {
+        let mut ids = ConnIds::new();
+        let a = ids.next_id();
+        let b = ids.next_id();
+        assert_eq!(a, ConnId(1));
+        assert_eq!(b, ConnId(2));
+        let mut d = ConnIds::default();
+        assert_eq!(d.next_id(), ConnId(1));
+    }
+}
