@@ -1103,6 +1103,32 @@ mod tests {
                 headers: (0..n_headers).map(|_| (text(g), text(g))).collect(),
             }
         }
+
+        /// Resets one field at a time to a plain valid value, so a failure
+        /// shrinks to the fields that matter (and quickcheck prints it).
+        fn shrink(&self) -> Box<dyn Iterator<Item = Self>> {
+            let s = self.clone();
+            let mut out = Vec::new();
+            let mut push = |f: &dyn Fn(&mut Spec)| {
+                let mut c = s.clone();
+                f(&mut c);
+                if format!("{c:?}") != format!("{s:?}") {
+                    out.push(c);
+                }
+            };
+            push(&|c| c.cmd_id = 1);
+            push(&|c| c.cgi = "/cgi".into());
+            push(&|c| c.host = None);
+            push(&|c| c.channel = Channel::Both);
+            push(&|c| c.priority = 3);
+            push(&|c| c.retry_count = None);
+            push(&|c| c.server_process_cost = None);
+            push(&|c| c.total_timeout = None);
+            push(&|c| c.send_only = false);
+            push(&|c| c.long_polling = None);
+            push(&|c| c.headers.clear());
+            Box::new(out.into_iter())
+        }
     }
 
     #[test]
