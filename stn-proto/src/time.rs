@@ -140,7 +140,9 @@ pub struct MonotonicClock {
 impl MonotonicClock {
     /// A clock that has seen nothing yet (origin).
     pub const fn new() -> Self {
-        MonotonicClock { latest: Instant::ZERO }
+        MonotonicClock {
+            latest: Instant::ZERO,
+        }
     }
 
     /// Records `now` and returns the largest instant seen so far.
