@@ -676,9 +676,10 @@ mod tests {
             if !stn.rtt().has_samples() {
                 prop_assert_eq!((sf, srw, sg), (mf, mrw, mg));
             }
-            // And through the attempt API.
-            let got = mars.attempt_timeouts(T0, &input, FAR);
-            prop_assert_eq!(got.first_packet, T0 + mf);
+            // And through the attempt API (after every event's time).
+            let start = Instant::from_secs(1_000);
+            let got = mars.attempt_timeouts(start, &input, Instant::MAX);
+            prop_assert_eq!(got.first_packet, start + mf);
         }
 
         #[test]

@@ -607,6 +607,11 @@ mod tests {
         Fail {
             gap_ms: u64,
         },
+        /// Several fast middle/big samples in a row, so Excellent is reached often.
+        Burst {
+            count: usize,
+            bytes: usize,
+        },
         Reset,
     }
 
@@ -616,6 +621,7 @@ mod tests {
             6 => (gap.clone(), any::<bool>(), 0usize..40_000, prop_oneof![0u64..8_000, 0u64..700])
                 .prop_map(|(gap_ms, mobile, bytes, cost_ms)| Op::Sample { gap_ms, mobile, bytes, cost_ms }),
             3 => gap.prop_map(|gap_ms| Op::Fail { gap_ms }),
+            2 => (1usize..12, 3_072usize..30_000).prop_map(|(count, bytes)| Op::Burst { count, bytes }),
             1 => Just(Op::Reset),
         ]
     }
@@ -638,6 +644,14 @@ mod tests {
                         now += gap_ms;
                         dt.record(at(now), W, AttemptOutcome::Failed);
                         model.step(now, W, None);
+                    }
+                    Op::Burst { count, bytes } => {
+                        for _ in 0..count {
+                            now += 100;
+                            dt.record(at(now), M, ok(bytes, 250));
+                            model.step(now, M, Some((bytes, 250)));
+                            prop_assert_eq!(dt.state(), model.state);
+                        }
                     }
                     Op::Reset => {
                         dt.reset();

@@ -243,7 +243,15 @@ mod tests {
     fn rto_is_clamped() {
         let mut e = RttEstimator::new(RttConfig::STN);
         e.sample(Duration::from_micros(10));
-        assert_eq!(e.rto(), ms(200));
+        // srtt + G, above the min clamp.
+        assert_eq!(e.rto(), ms(200) + Duration::from_micros(10));
+        let tight = RttConfig {
+            granularity: Duration::ZERO,
+            ..RttConfig::STN
+        };
+        let mut e2 = RttEstimator::new(tight);
+        e2.sample(Duration::from_micros(10));
+        assert_eq!(e2.rto(), ms(200));
         e.reset();
         e.sample(Duration::from_secs(100));
         assert_eq!(e.rto(), Duration::from_secs(60));

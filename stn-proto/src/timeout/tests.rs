@@ -247,7 +247,8 @@ proptest! {
         prop_assert!(f <= col.max_first_packet + delay);
         prop_assert!(f >= col.excellent_first_packet + delay);
         if p != Profile::Mars2017 {
-            prop_assert!(f <= if mobile { ms(45_000) } else { ms(29_500) });
+            let bound = if mobile { ms(45_000) } else { ms(29_500) };
+            prop_assert!(f <= bound);
         }
     }
 
