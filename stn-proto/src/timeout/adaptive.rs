@@ -706,6 +706,27 @@ mod tests {
         }
     }
 
+    quickcheck::quickcheck! {
+        fn escalation_monotone_and_capped(rtt_ms: u16, len: u16, timeouts: u8, mobile: bool) -> bool {
+            let net = if mobile { M } else { W };
+            let mut t = machine(Profile::Stn, net);
+            t.on_connect_sample(ms(u64::from(rtt_ms)));
+            let input = AttemptInput::new(net, usize::from(len));
+            let mars = first_packet_timeout(t.config(), &input);
+            let mut last = t.first_packet_timeout(&input);
+            for _ in 0..timeouts % 12 {
+                t.on_timeout(T0, TimeoutKind::FirstPacket);
+                let f = t.first_packet_timeout(&input);
+                if f < last || f > mars {
+                    return false;
+                }
+                last = f;
+            }
+            t.on_success(T0, AttemptSample { bytes: 100, cost: ms(100) });
+            t.first_packet_timeout(&input) <= last
+        }
+    }
+
     #[test]
     fn deterministic() {
         let events = [

@@ -126,9 +126,11 @@ enum Tag {
 /// Faithful details (from `dynamic_timeout.cc`):
 /// - a completed attempt whose cost is under 1 ms counts as a failure (Mars
 ///   measures in whole milliseconds and treats a cost of 0 as failed);
-/// - size classes are exclusive: a small package slower than 500 ms (W) is
-///   "normal" even if it took less than the middle limit (HEAD; an older
-///   revision let it fall through to the next class);
+/// - size classes are exclusive, as in mars-stn.md §2.5's table: a small
+///   package slower than 500 ms (W) is "normal" even if it took less than the
+///   middle limit (one stored revision of `dynamic_timeout.cc` chains the
+///   conditions so that such a package falls through to the larger classes'
+///   limits; the nested form is the one implemented here);
 /// - the window is refilled (all ones, or all zeros when Bad) on the first
 ///   sample after creation, [`reset`](Self::reset) or a Bad↔Evaluating
 ///   transition, and on the first sample more than 5 min after the previous
