@@ -174,7 +174,9 @@ impl AdaptiveStagger {
     /// The stagger for a measured RTT. Monotone in `rtt`, within `min..=max`
     /// (if `min > max`, `max` wins).
     pub fn stagger_for(&self, rtt: Duration) -> Duration {
-        let raw = rtt.saturating_mul(self.rtt_factor).saturating_add(self.margin);
+        let raw = rtt
+            .saturating_mul(self.rtt_factor)
+            .saturating_add(self.margin);
         raw.max(self.min).min(self.max)
     }
 }
@@ -558,7 +560,11 @@ impl Race {
                 LoserReports::MarsLowerIndexTimedOut => {}
             }
         }
-        self.actions.push_back(RaceAction::Won { attempt, addr, connect_time });
+        self.actions.push_back(RaceAction::Won {
+            attempt,
+            addr,
+            connect_time,
+        });
         self.outcome = Some(RaceOutcome::Won(attempt));
     }
 
@@ -616,7 +622,11 @@ impl Race {
             return None;
         }
         let mut t = self.deadline.unwrap_or(Instant::MAX);
-        for a in self.attempts.iter().filter(|a| a.state == AttemptState::Connecting) {
+        for a in self
+            .attempts
+            .iter()
+            .filter(|a| a.state == AttemptState::Connecting)
+        {
             t = t.min(a.deadline);
             if let Some(ab) = a.abandon_at {
                 t = t.min(ab);
@@ -635,7 +645,10 @@ impl Race {
 
     /// Attempts currently connecting.
     pub fn in_flight(&self) -> usize {
-        self.attempts.iter().filter(|a| a.state == AttemptState::Connecting).count()
+        self.attempts
+            .iter()
+            .filter(|a| a.state == AttemptState::Connecting)
+            .count()
     }
 
     /// Whether the race is over (won, failed or cancelled). Queued actions may
@@ -700,11 +713,12 @@ impl Race {
         // 2. Abandon attempts whose SYNs look lost, if a fresh one may replace them.
         for i in 0..self.attempts.len() {
             let a = &self.attempts[i];
-            if a.state != AttemptState::Connecting || !a.abandon_at.is_some_and(|t| t <= now) {
+            if a.state != AttemptState::Connecting || a.abandon_at.is_none_or(|t| t > now) {
                 continue;
             }
             let max = self.config.abandon.map_or(0, |p| p.max_abandons);
-            let replaceable = self.deadline.is_none_or(|d| now < d) && self.next_candidate().is_some();
+            let replaceable =
+                self.deadline.is_none_or(|d| now < d) && self.next_candidate().is_some();
             if self.abandons >= max || !replaceable {
                 self.attempts[i].abandon_at = None;
                 continue;
@@ -764,7 +778,8 @@ impl Race {
         self.cursor = pos + 1;
         self.last_start = Some(now);
         self.last_event_failed = false;
-        self.actions.push_back(RaceAction::Connect { attempt: id, addr });
+        self.actions
+            .push_back(RaceAction::Connect { attempt: id, addr });
     }
 
     /// The next (cursor position, candidate index, round) that may start, if
@@ -823,12 +838,19 @@ impl Race {
 
     fn push_cancel(&mut self, i: usize) {
         let a = &self.attempts[i];
-        self.actions.push_back(RaceAction::Cancel { attempt: a.id, addr: a.addr });
+        self.actions.push_back(RaceAction::Cancel {
+            attempt: a.id,
+            addr: a.addr,
+        });
     }
 
     fn push_report(&mut self, i: usize, result: AttemptResult) {
         let a = &self.attempts[i];
-        self.actions.push_back(RaceAction::Report { attempt: a.id, addr: a.addr, result });
+        self.actions.push_back(RaceAction::Report {
+            attempt: a.id,
+            addr: a.addr,
+            result,
+        });
     }
 
     fn finish_failed(&mut self, reason: FailReason) {

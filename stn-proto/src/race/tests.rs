@@ -23,15 +23,25 @@ fn drain(race: &mut Race) -> Vec<RaceAction> {
 }
 
 fn connect(n: u32, a: u8) -> RaceAction {
-    A::Connect { attempt: id(n), addr: addr(a) }
+    A::Connect {
+        attempt: id(n),
+        addr: addr(a),
+    }
 }
 
 fn cancel(n: u32, a: u8) -> RaceAction {
-    A::Cancel { attempt: id(n), addr: addr(a) }
+    A::Cancel {
+        attempt: id(n),
+        addr: addr(a),
+    }
 }
 
 fn report(n: u32, a: u8, result: AttemptResult) -> RaceAction {
-    A::Report { attempt: id(n), addr: addr(a), result }
+    A::Report {
+        attempt: id(n),
+        addr: addr(a),
+        result,
+    }
 }
 
 fn race(p: Profile, cands: &[u8], rtt: Option<u64>, deadline: Option<u64>) -> Race {
@@ -58,7 +68,11 @@ fn run_black_holed(race: &mut Race) -> Vec<(Instant, RaceAction)> {
 }
 
 fn connect_times(trace: &[(Instant, RaceAction)]) -> Vec<Instant> {
-    trace.iter().filter(|(_, a)| matches!(a, A::Connect { .. })).map(|(t, _)| *t).collect()
+    trace
+        .iter()
+        .filter(|(_, a)| matches!(a, A::Connect { .. }))
+        .map(|(t, _)| *t)
+        .collect()
 }
 
 fn failed_at(trace: &[(Instant, RaceAction)]) -> Option<(Instant, FailReason)> {
@@ -81,7 +95,11 @@ fn happy_path() {
         drain(&mut r),
         vec![
             report(0, 1, R::Connected { connect_time }),
-            A::Won { attempt: id(0), addr: addr(1), connect_time },
+            A::Won {
+                attempt: id(0),
+                addr: addr(1),
+                connect_time
+            },
         ]
     );
     assert!(r.is_finished());
@@ -114,7 +132,13 @@ fn refused_starts_next_at_once_under_stn() {
     assert_eq!(drain(&mut r), vec![connect(0, 1)]);
     assert_eq!(r.poll_timeout(), Some(ms(250))); // 250 ms stagger without RTT
     r.handle_failed(ms(30), id(0), ConnectError::Refused);
-    assert_eq!(drain(&mut r), vec![report(0, 1, R::Failed(ConnectError::Refused)), connect(1, 2)]);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(0, 1, R::Failed(ConnectError::Refused)),
+            connect(1, 2)
+        ]
+    );
 }
 
 #[test]
@@ -123,7 +147,10 @@ fn refused_waits_for_error_stagger_under_mars() {
         let mut r = race(p, &[1, 2], None, None);
         assert_eq!(drain(&mut r), vec![connect(0, 1)]);
         r.handle_failed(ms(1000), id(0), ConnectError::Refused);
-        assert_eq!(drain(&mut r), vec![report(0, 1, R::Failed(ConnectError::Refused))]);
+        assert_eq!(
+            drain(&mut r),
+            vec![report(0, 1, R::Failed(ConnectError::Refused))]
+        );
         assert_eq!(r.in_flight(), 0);
         assert!(!r.is_finished());
         assert_eq!(r.poll_timeout(), Some(ms(stagger)));
@@ -163,7 +190,10 @@ fn winner_cancels_others_mars_reports_earlier_losers_as_timed_out() {
     let mut r = race(Profile::Mars, &[1, 2, 3], None, None);
     r.handle_timeout(ms(2500));
     r.handle_timeout(ms(5000));
-    assert_eq!(drain(&mut r), vec![connect(0, 1), connect(1, 2), connect(2, 3)]);
+    assert_eq!(
+        drain(&mut r),
+        vec![connect(0, 1), connect(1, 2), connect(2, 3)]
+    );
     r.handle_connected(ms(6000), id(1));
     let connect_time = Duration::from_millis(3500);
     assert_eq!(
@@ -173,7 +203,11 @@ fn winner_cancels_others_mars_reports_earlier_losers_as_timed_out() {
             cancel(0, 1),
             report(0, 1, R::Failed(ConnectError::TimedOut)), // lower index: ETIMEDOUT
             cancel(2, 3),                                    // higher index: not reported
-            A::Won { attempt: id(1), addr: addr(2), connect_time },
+            A::Won {
+                attempt: id(1),
+                addr: addr(2),
+                connect_time
+            },
         ]
     );
     assert_eq!(r.attempt(id(2)).unwrap().state, AttemptState::Lost);
@@ -184,7 +218,10 @@ fn winner_cancels_others_stn_reports_lost() {
     let mut r = race(Profile::Stn, &[1, 2, 3], Some(100), None); // stagger 250 ms
     r.handle_timeout(ms(250));
     r.handle_timeout(ms(500));
-    assert_eq!(drain(&mut r), vec![connect(0, 1), connect(1, 2), connect(2, 3)]);
+    assert_eq!(
+        drain(&mut r),
+        vec![connect(0, 1), connect(1, 2), connect(2, 3)]
+    );
     r.handle_connected(ms(600), id(1));
     let connect_time = Duration::from_millis(350);
     assert_eq!(
@@ -195,7 +232,11 @@ fn winner_cancels_others_stn_reports_lost() {
             report(0, 1, R::Lost),
             cancel(2, 3),
             report(2, 3, R::Lost),
-            A::Won { attempt: id(1), addr: addr(2), connect_time },
+            A::Won {
+                attempt: id(1),
+                addr: addr(2),
+                connect_time
+            },
         ]
     );
 }
@@ -204,7 +245,10 @@ fn winner_cancels_others_stn_reports_lost() {
 fn four_identical_candidates_are_separate_attempts() {
     let mut r = race(Profile::Mars2017, &[7, 7, 7, 7], None, None);
     let trace = run_black_holed(&mut r);
-    let connects: Vec<_> = trace.iter().filter(|(_, a)| matches!(a, A::Connect { .. })).collect();
+    let connects: Vec<_> = trace
+        .iter()
+        .filter(|(_, a)| matches!(a, A::Connect { .. }))
+        .collect();
     assert_eq!(
         connects,
         vec![
@@ -215,20 +259,34 @@ fn four_identical_candidates_are_separate_attempts() {
         ]
     );
     assert_eq!(failed_at(&trace), Some((ms(22_000), FailReason::Exhausted)));
-    assert_eq!(r.attempts().iter().map(|a| a.candidate).collect::<Vec<_>>(), vec![0, 1, 2, 3]);
+    assert_eq!(
+        r.attempts().iter().map(|a| a.candidate).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
 }
 
 #[test]
 fn mars_worst_case_five_black_holes() {
     let mut r = race(Profile::Mars, &[1, 2, 3, 4, 5], None, None);
     let trace = run_black_holed(&mut r);
-    assert_eq!(connect_times(&trace), vec![ms(0), ms(2500), ms(5000), ms(10_000), ms(12_500)]);
+    assert_eq!(
+        connect_times(&trace),
+        vec![ms(0), ms(2500), ms(5000), ms(10_000), ms(12_500)]
+    );
     assert_eq!(failed_at(&trace), Some((ms(22_500), FailReason::Exhausted)));
     // At 10 s the first attempt's timeout frees the slot the fourth takes.
-    let at_10: Vec<_> = trace.iter().filter(|(t, _)| *t == ms(10_000)).map(|(_, a)| *a).collect();
+    let at_10: Vec<_> = trace
+        .iter()
+        .filter(|(t, _)| *t == ms(10_000))
+        .map(|(_, a)| *a)
+        .collect();
     assert_eq!(
         at_10,
-        vec![cancel(0, 1), report(0, 1, R::Failed(ConnectError::AttemptTimeout)), connect(3, 4)]
+        vec![
+            cancel(0, 1),
+            report(0, 1, R::Failed(ConnectError::AttemptTimeout)),
+            connect(3, 4)
+        ]
     );
 }
 
@@ -238,11 +296,18 @@ fn mars2017_worst_case_five_black_holes() {
     // give exactly that; the 3-slot limit never binds.
     let mut r = race(Profile::Mars2017, &[1, 2, 3, 4, 5], None, None);
     let trace = run_black_holed(&mut r);
-    assert_eq!(connect_times(&trace), vec![ms(0), ms(4000), ms(8000), ms(12_000), ms(16_000)]);
+    assert_eq!(
+        connect_times(&trace),
+        vec![ms(0), ms(4000), ms(8000), ms(12_000), ms(16_000)]
+    );
     assert_eq!(failed_at(&trace), Some((ms(26_000), FailReason::Exhausted)));
     assert!(matches!(
         trace.last().unwrap().1,
-        A::Failed { last_error: Some(ConnectError::AttemptTimeout), attempts: 5, .. }
+        A::Failed {
+            last_error: Some(ConnectError::AttemptTimeout),
+            attempts: 5,
+            ..
+        }
     ));
 }
 
@@ -260,7 +325,10 @@ fn stn_abandons_lost_syns_and_refreshes_a_single_address() {
     assert_eq!(drain(&mut r), vec![connect(2, 1)]);
     assert_eq!(r.poll_timeout(), Some(ms(1300))); // 3 in flight: no start until a slot frees
     r.handle_timeout(ms(1300));
-    assert_eq!(drain(&mut r), vec![cancel(0, 1), report(0, 1, R::Abandoned), connect(3, 1)]);
+    assert_eq!(
+        drain(&mut r),
+        vec![cancel(0, 1), report(0, 1, R::Abandoned), connect(3, 1)]
+    );
     assert_eq!(r.attempt(id(3)).unwrap().round, 3);
     assert_eq!(r.poll_timeout(), Some(ms(1750)));
     // The fresh attempt connects: 100 ms after its SYN.
@@ -274,7 +342,11 @@ fn stn_abandons_lost_syns_and_refreshes_a_single_address() {
             report(1, 1, R::Lost),
             cancel(2, 1),
             report(2, 1, R::Lost),
-            A::Won { attempt: id(3), addr: addr(1), connect_time },
+            A::Won {
+                attempt: id(3),
+                addr: addr(1),
+                connect_time
+            },
         ]
     );
 }
@@ -286,10 +358,25 @@ fn stn_abandon_without_rtt_and_bounded_abandons() {
     let mut r = race(Profile::Stn, &[1, 2], None, None);
     assert_eq!(r.attempt(id(0)).unwrap().abandon_at, Some(ms(1600)));
     let trace = run_black_holed(&mut r);
-    let abandons = trace.iter().filter(|(_, a)| matches!(a, A::Report { result: R::Abandoned, .. })).count();
+    let abandons = trace
+        .iter()
+        .filter(|(_, a)| {
+            matches!(
+                a,
+                A::Report {
+                    result: R::Abandoned,
+                    ..
+                }
+            )
+        })
+        .count();
     assert_eq!(abandons, 6);
     // Every attempt started after the 6th abandonment runs to its own 10 s timeout.
-    assert!(r.attempts().iter().filter(|a| a.state == AttemptState::Abandoned).all(|a| a.ended == Some(a.started + Duration::from_millis(1600))));
+    assert!(r
+        .attempts()
+        .iter()
+        .filter(|a| a.state == AttemptState::Abandoned)
+        .all(|a| a.ended == Some(a.started + Duration::from_millis(1600))));
     // Bounded by the 20 s overall timeout.
     assert_eq!(failed_at(&trace), Some((ms(20_000), FailReason::Deadline)));
     assert_eq!(r.deadline(), Some(ms(20_000)));
@@ -300,14 +387,59 @@ fn stn_abandon_without_rtt_and_bounded_abandons() {
 }
 
 #[test]
+fn stn_never_abandons_without_a_replacement() {
+    // One pass only: abandoning the last attempt would just throw away its
+    // pending SYN retransmissions, so it runs to its own timeout instead.
+    let config = RaceConfig {
+        max_rounds: Some(1),
+        ..RaceConfig::default()
+    };
+    let mut r = Race::new(
+        ms(0),
+        config,
+        vec![addr(1)],
+        Some(Duration::from_millis(10)),
+        None,
+    );
+    assert_eq!(r.attempt(id(0)).unwrap().abandon_at, Some(ms(1110)));
+    let trace = run_black_holed(&mut r);
+    assert_eq!(
+        trace,
+        vec![
+            (ms(0), connect(0, 1)),
+            (ms(10_000), cancel(0, 1)),
+            (
+                ms(10_000),
+                report(0, 1, R::Failed(ConnectError::AttemptTimeout))
+            ),
+            (
+                ms(10_000),
+                A::Failed {
+                    reason: FailReason::Exhausted,
+                    last_error: Some(ConnectError::AttemptTimeout),
+                    attempts: 1
+                }
+            ),
+        ]
+    );
+}
+
+#[test]
 fn stn_respects_caller_deadline() {
     let mut r = race(Profile::Stn, &[1], Some(100), Some(3000));
     let trace = run_black_holed(&mut r);
     assert_eq!(failed_at(&trace), Some((ms(3000), FailReason::Deadline)));
     assert!(trace.iter().all(|(t, _)| *t <= ms(3000)));
     // Everything in flight at the deadline is closed and reported.
-    let at_end: Vec<_> = trace.iter().filter(|(t, _)| *t == ms(3000)).map(|(_, a)| *a).collect();
-    let cancels = at_end.iter().filter(|a| matches!(a, A::Cancel { .. })).count();
+    let at_end: Vec<_> = trace
+        .iter()
+        .filter(|(t, _)| *t == ms(3000))
+        .map(|(_, a)| *a)
+        .collect();
+    let cancels = at_end
+        .iter()
+        .filter(|a| matches!(a, A::Cancel { .. }))
+        .count();
     assert_eq!(cancels, 3);
 }
 
@@ -332,7 +464,13 @@ fn stn_does_not_retry_refusing_addresses() {
     let mut r = race(Profile::Stn, &[1, 2], Some(10), None);
     drain(&mut r);
     r.handle_failed(ms(1), id(0), ConnectError::Refused);
-    assert_eq!(drain(&mut r), vec![report(0, 1, R::Failed(ConnectError::Refused)), connect(1, 2)]);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(0, 1, R::Failed(ConnectError::Refused)),
+            connect(1, 2)
+        ]
+    );
     r.handle_timeout(ms(101));
     assert_eq!(drain(&mut r), vec![connect(2, 2)]);
     assert_eq!(r.attempt(id(2)).unwrap().round, 1);
@@ -340,7 +478,14 @@ fn stn_does_not_retry_refusing_addresses() {
 
 #[test]
 fn adaptive_stagger_follows_rtt_hint_within_bounds() {
-    for (rtt, stagger) in [(1, 100), (25, 100), (100, 250), (300, 650), (975, 2000), (5000, 2000)] {
+    for (rtt, stagger) in [
+        (1, 100),
+        (25, 100),
+        (100, 250),
+        (300, 650),
+        (975, 2000),
+        (5000, 2000),
+    ] {
         let mut r = race(Profile::Stn, &[1, 2], Some(rtt), None);
         assert_eq!(r.stagger(), Duration::from_millis(stagger), "rtt {rtt}");
         assert_eq!(drain(&mut r), vec![connect(0, 1)]);
@@ -374,7 +519,11 @@ fn empty_list_fails_at_once() {
         let mut r = race(p, &[], None, None);
         assert_eq!(
             drain(&mut r),
-            vec![A::Failed { reason: FailReason::NoCandidates, last_error: None, attempts: 0 }]
+            vec![A::Failed {
+                reason: FailReason::NoCandidates,
+                last_error: None,
+                attempts: 0
+            }]
         );
         assert!(r.is_finished());
         assert_eq!(r.poll_timeout(), None);
@@ -411,16 +560,30 @@ fn time_going_backwards_is_clamped() {
     let out = drain(&mut r);
     assert_eq!(
         out.last(),
-        Some(&A::Won { attempt: id(1), addr: addr(2), connect_time: Duration::ZERO })
+        Some(&A::Won {
+            attempt: id(1),
+            addr: addr(2),
+            connect_time: Duration::ZERO
+        })
     );
 }
 
 #[test]
 fn deadline_in_the_past_fails_without_attempts() {
-    let mut r = Race::new(ms(5000), RaceConfig::default(), vec![addr(1)], None, Some(ms(4000)));
+    let mut r = Race::new(
+        ms(5000),
+        RaceConfig::default(),
+        vec![addr(1)],
+        None,
+        Some(ms(4000)),
+    );
     assert_eq!(
         drain(&mut r),
-        vec![A::Failed { reason: FailReason::Deadline, last_error: None, attempts: 0 }]
+        vec![A::Failed {
+            reason: FailReason::Deadline,
+            last_error: None,
+            attempts: 0
+        }]
     );
 }
 
@@ -432,7 +595,10 @@ fn degenerate_config_does_not_panic_or_spin() {
         max_in_flight: 0,
         attempt_timeout: Duration::ZERO,
         adaptive_stagger: None,
-        abandon: Some(AbandonPolicy { syn_rto: Duration::ZERO, ..AbandonPolicy::default() }),
+        abandon: Some(AbandonPolicy {
+            syn_rto: Duration::ZERO,
+            ..AbandonPolicy::default()
+        }),
         max_rounds: Some(0),
         overall_timeout: None,
         loser_reports: LoserReports::AllLost,
@@ -450,7 +616,9 @@ fn random_trace(seed: u64, profile: Profile) -> Vec<(Instant, RaceAction)> {
     let mut rng = Rng::new(seed);
     let n = rng.below(6) as u8;
     let cands: Vec<SocketAddr> = (0..n).map(|_| addr(rng.below(3) as u8)).collect();
-    let rtt = rng.chance(0.5).then(|| Duration::from_millis(rng.below(1500)));
+    let rtt = rng
+        .chance(0.5)
+        .then(|| Duration::from_millis(rng.below(1500)));
     let mut now = ms(0);
     let mut r = Race::new(now, RaceConfig::for_profile(profile), cands, rtt, None);
     let mut trace: Vec<_> = drain(&mut r).into_iter().map(|a| (now, a)).collect();
@@ -561,7 +729,10 @@ mod model {
         }
 
         fn close(&mut self, attempt: u32, how: char) {
-            assert!(self.open.remove(&attempt).is_some(), "close of non-open attempt {attempt} ({how})");
+            assert!(
+                self.open.remove(&attempt).is_some(),
+                "close of non-open attempt {attempt} ({how})"
+            );
             self.closed.entry(attempt).or_default().push(how);
         }
 
@@ -585,7 +756,10 @@ mod model {
                         assert!(self.open.len() < self.config.max_in_flight, "slot limit");
                         assert!(self.gap_ok(now), "started before its stagger at {now:?}");
                         if self.is_mars() {
-                            assert_eq!(addr, self.candidates[attempt.0 as usize], "Mars: one pass in order");
+                            assert_eq!(
+                                addr, self.candidates[attempt.0 as usize],
+                                "Mars: one pass in order"
+                            );
                         }
                         self.open.insert(attempt.0, addr);
                         self.connects += 1;
@@ -596,14 +770,19 @@ mod model {
                         assert_eq!(self.open.get(&attempt.0), Some(&addr));
                         self.close(attempt.0, 'c');
                     }
-                    A::Report { attempt, result, .. } => {
+                    A::Report {
+                        attempt, result, ..
+                    } => {
                         assert!(attempt.0 < self.connects);
                         match result {
                             R::Failed(_) | R::Abandoned => self.last_event_failed = true,
                             R::Connected { .. } | R::Lost => {}
                         }
                         if matches!(result, R::Abandoned | R::Lost) {
-                            assert!(!self.is_mars(), "Mars profiles never abandon or report Lost");
+                            assert!(
+                                !self.is_mars(),
+                                "Mars profiles never abandon or report Lost"
+                            );
                         }
                     }
                     A::Won { attempt, .. } => {
@@ -630,20 +809,33 @@ mod model {
                 Some(t) => assert!(t > now, "poll_timeout {t:?} not after now {now:?}"),
             }
             if race.is_finished() {
-                assert!(self.open.is_empty(), "finished with open attempts {:?}", self.open);
+                assert!(
+                    self.open.is_empty(),
+                    "finished with open attempts {:?}",
+                    self.open
+                );
             }
             // Reference model for Mars: nothing that may start is left waiting.
             if self.is_mars() && !race.is_finished() && race.deadline().is_none_or(|d| now < d) {
                 let may_start = self.open.len() < self.config.max_in_flight
                     && (self.connects as usize) < self.candidates.len()
                     && self.gap_ok(now);
-                assert!(!may_start, "Mars: an attempt should have started at {now:?}");
+                assert!(
+                    !may_start,
+                    "Mars: an attempt should have started at {now:?}"
+                );
                 assert!(!self.open.is_empty() || (self.connects as usize) < self.candidates.len());
             }
         }
     }
 
-    fn run(profile: Profile, cands: Vec<u8>, rtt: Option<u64>, deadline: Option<u64>, ops: Vec<Op>) {
+    fn run(
+        profile: Profile,
+        cands: Vec<u8>,
+        rtt: Option<u64>,
+        deadline: Option<u64>,
+        ops: Vec<Op>,
+    ) {
         let config = RaceConfig::for_profile(profile);
         let candidates: Vec<SocketAddr> = cands.iter().map(|&c| addr(c)).collect();
         let mut now = ms(0);
@@ -669,10 +861,18 @@ mod model {
         let timeout_step = |race: &mut Race, m: &mut Model, now: &mut Instant| {
             let Some(t) = race.poll_timeout() else { return };
             *now = (*now).max(t);
-            let before = (race.attempts_started(), race.in_flight(), race.is_finished());
+            let before = (
+                race.attempts_started(),
+                race.in_flight(),
+                race.is_finished(),
+            );
             race.handle_timeout(*now);
             let out = drain(race);
-            let after = (race.attempts_started(), race.in_flight(), race.is_finished());
+            let after = (
+                race.attempts_started(),
+                race.in_flight(),
+                race.is_finished(),
+            );
             // Progress: the wake-up did something or moved the timer.
             assert!(!out.is_empty() || before != after || race.poll_timeout() != Some(t));
             m.absorb(*now, &out);
@@ -697,7 +897,13 @@ mod model {
                     let attempt = *m.open.keys().nth(i % m.open.len()).unwrap();
                     race.handle_connected(now, AttemptId(attempt));
                     let out = drain(&mut race);
-                    assert!(matches!(out.first(), Some(A::Report { result: R::Connected { .. }, .. })));
+                    assert!(matches!(
+                        out.first(),
+                        Some(A::Report {
+                            result: R::Connected { .. },
+                            ..
+                        })
+                    ));
                     assert!(matches!(out.last(), Some(A::Won { .. })));
                     m.absorb(now, &out);
                     m.check(now, &race);
@@ -710,7 +916,11 @@ mod model {
                     let out = drain(&mut race);
                     assert_eq!(
                         out.first(),
-                        Some(&A::Report { attempt: AttemptId(attempt), addr: m.open[&attempt], result: R::Failed(err) })
+                        Some(&A::Report {
+                            attempt: AttemptId(attempt),
+                            addr: m.open[&attempt],
+                            result: R::Failed(err)
+                        })
                     );
                     m.close(attempt, 'f');
                     m.absorb(now, &out);
@@ -746,9 +956,17 @@ mod model {
         assert!(race.is_finished());
         assert!(drain(&mut race).is_empty());
         assert!(m.open.is_empty());
-        assert_eq!(m.closed.len() as u32, m.connects, "every connect is answered or cancelled");
+        assert_eq!(
+            m.closed.len() as u32,
+            m.connects,
+            "every connect is answered or cancelled"
+        );
         assert!(m.closed.values().all(|v| v.len() == 1));
-        assert_eq!(m.terminal, u32::from(!m.cancelled), "Won or Failed exactly once unless cancelled");
+        assert_eq!(
+            m.terminal,
+            u32::from(!m.cancelled),
+            "Won or Failed exactly once unless cancelled"
+        );
         assert!(race.attempts().iter().all(|a| a.ended.is_some()));
     }
 
