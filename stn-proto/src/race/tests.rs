@@ -1083,7 +1083,7 @@ mod model {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
 
         #[test]
         fn race_state_machine(
