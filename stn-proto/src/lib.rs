@@ -26,6 +26,7 @@ pub mod ban;
 pub mod codec;
 pub mod error;
 pub mod limit;
+pub mod monitor;
 pub mod net;
 pub mod profile;
 pub mod race;
