@@ -334,17 +334,19 @@ impl EndpointHistory {
         history.max(server)
     }
 
-    /// The earliest time after `now` at which some current ban ends, so the
-    /// engine can re-evaluate candidates then. `None` when nothing is banned.
+    /// The earliest time after `now` at which an endpoint banned at `now`
+    /// stops being banned (the end of a server ban counts: it frees the IP's
+    /// other ports), so the engine can re-evaluate candidates then. `None`
+    /// when nothing is banned.
     pub fn next_expiry(&self, now: Instant) -> Option<Instant> {
         if !self.config.enabled {
             return None;
         }
         let now = self.effective_now(now);
-        let history = self
-            .live
-            .values()
-            .filter_map(|e| e.ban_end(&self.config, now));
+        let history = self.live.iter().filter_map(|(addr, e)| {
+            e.ban_end(&self.config, now)?;
+            self.ban_until(now, *addr)
+        });
         let server = self.server_bans.values().copied().filter(|u| *u > now);
         history.chain(server).min()
     }

@@ -78,6 +78,11 @@ fn fnv1a(bytes: &[u8]) -> u32 {
     })
 }
 
+#[cfg(test)]
+pub(super) fn checksum_for_tests(bytes: &[u8]) -> u32 {
+    fnv1a(bytes)
+}
+
 /// A bounds-checked reader: every read either succeeds or reports truncation.
 struct Reader<'a> {
     bytes: &'a [u8],
