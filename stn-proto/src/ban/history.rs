@@ -171,11 +171,7 @@ impl Entry {
         now: Instant,
     ) -> (u32, Option<Instant>, core::cmp::Reverse<Option<Instant>>) {
         let fails = (self.decayed(config, now) & config.window_mask()).count_ones();
-        (
-            fails,
-            self.last_fail,
-            core::cmp::Reverse(self.last_success),
-        )
+        (fails, self.last_fail, core::cmp::Reverse(self.last_success))
     }
 }
 
@@ -368,7 +364,8 @@ impl EndpointHistory {
     /// endpoint most likely to work again, rather than nothing at all.
     pub fn order(&self, now: Instant, candidates: &[SocketAddr], rng: &mut Rng) -> Vec<SocketAddr> {
         let now = self.effective_now(now);
-        let ends: Vec<Option<Instant>> = candidates.iter().map(|a| self.ban_until(now, *a)).collect();
+        let ends: Vec<Option<Instant>> =
+            candidates.iter().map(|a| self.ban_until(now, *a)).collect();
         let mut kept: Vec<SocketAddr> = candidates
             .iter()
             .zip(&ends)

@@ -95,11 +95,23 @@ fn three_failures_spread_over_eight_results_still_ban() {
 
 #[test]
 fn mars_extends_bans_per_trailing_failure_up_to_thirty_minutes() {
-    for (n, expect) in [(3, 6), (4, 12), (5, 18), (6, 24), (7, 30), (8, 30), (12, 30)] {
+    for (n, expect) in [
+        (3, 6),
+        (4, 12),
+        (5, 18),
+        (6, 24),
+        (7, 30),
+        (8, 30),
+        (12, 30),
+    ] {
         let mut h = hist(Profile::Mars);
         let x = a("10.0.0.1:80");
         let last = fail_n(&mut h, x, T0, n);
-        assert_eq!(h.ban_until(last, x), Some(last + mins(expect)), "{n} failures");
+        assert_eq!(
+            h.ban_until(last, x),
+            Some(last + mins(expect)),
+            "{n} failures"
+        );
         assert!(h.is_banned(last + mins(expect) - NS, x));
         assert!(!h.is_banned(last + mins(expect), x));
     }
@@ -128,8 +140,14 @@ fn a_success_breaks_the_trailing_run_but_mars_stays_banned() {
     let mut s = hist(Profile::Stn);
     let last = fail_n(&mut s, x, T0, 5);
     assert_eq!(s.ban_until(last, x), Some(last + mins(18)));
-    assert!(s.record(last + secs(1), x, true), "success after failure bypasses the rate limit");
-    assert!(!s.is_banned(last + secs(1), x), "stn: a success lifts the ban");
+    assert!(
+        s.record(last + secs(1), x, true),
+        "success after failure bypasses the rate limit"
+    );
+    assert!(
+        !s.is_banned(last + secs(1), x),
+        "stn: a success lifts the ban"
+    );
 }
 
 #[test]
@@ -137,10 +155,19 @@ fn stn_success_bypasses_rate_limit_only_after_a_failure() {
     let x = a("10.0.0.1:80");
     let mut h = hist(Profile::Stn);
     assert!(h.record(T0, x, true));
-    assert!(!h.record(T0 + secs(1), x, true), "success after success is rate limited");
+    assert!(
+        !h.record(T0 + secs(1), x, true),
+        "success after success is rate limited"
+    );
     assert!(h.record(T0 + secs(2), x, false));
-    assert!(h.record(T0 + secs(3), x, true), "success after failure is taken");
-    assert!(!h.record(T0 + secs(4), x, false), "failure rate limit unchanged");
+    assert!(
+        h.record(T0 + secs(3), x, true),
+        "success after failure is taken"
+    );
+    assert!(
+        !h.record(T0 + secs(4), x, false),
+        "failure rate limit unchanged"
+    );
 }
 
 #[test]
@@ -150,10 +177,19 @@ fn updates_are_rate_limited_per_endpoint_and_kind() {
         let y = a("10.0.0.1:81");
         let mut h = hist(p);
         assert!(h.record(T0, x, false));
-        assert!(!h.record(T0 + secs(10), x, false), "exactly 10 s is too soon");
+        assert!(
+            !h.record(T0 + secs(10), x, false),
+            "exactly 10 s is too soon"
+        );
         assert!(h.record(T0 + secs(10) + NS, x, false));
-        assert!(h.record(T0 + secs(10) + NS, y, false), "other port: own limit");
-        assert!(h.record(T0 + secs(11), x, true), "successes limited separately");
+        assert!(
+            h.record(T0 + secs(10) + NS, y, false),
+            "other port: own limit"
+        );
+        assert!(
+            h.record(T0 + secs(11), x, true),
+            "successes limited separately"
+        );
         assert!(!h.record(T0 + secs(21), x, true));
         assert!(h.record(T0 + secs(21) + NS, x, true));
         assert_eq!(h.endpoint(x).unwrap().records, 0b1100);
@@ -228,8 +264,16 @@ fn stn_failures_decay_so_a_recovered_endpoint_needs_fresh_failures() {
         h.record(later, x, false);
         h.ban_until(later, x).map(|end| end - later)
     };
-    assert_eq!(run(Profile::Mars), Some(mins(12)), "mars: old failures + 1 = 4 in a row");
-    assert_eq!(run(Profile::Stn), None, "stn: two of the three old failures decayed");
+    assert_eq!(
+        run(Profile::Mars),
+        Some(mins(12)),
+        "mars: old failures + 1 = 4 in a row"
+    );
+    assert_eq!(
+        run(Profile::Stn),
+        None,
+        "stn: two of the three old failures decayed"
+    );
 }
 
 #[test]
@@ -341,7 +385,11 @@ fn history_sorted_by_failures_then_last_fail_then_last_success() {
     let input = [two_fails, new_fail, old_fail, clean];
     for seed in 0..30 {
         let out = h.order(T0 + secs(30), &input, &mut Rng::new(seed));
-        assert_eq!(out, vec![clean, old_fail, new_fail, two_fails], "seed {seed}");
+        assert_eq!(
+            out,
+            vec![clean, old_fail, new_fail, two_fails],
+            "seed {seed}"
+        );
     }
     // Equal failures and fail times: the more recent success first.
     let mut h = hist(Profile::Mars);
@@ -349,7 +397,10 @@ fn history_sorted_by_failures_then_last_fail_then_last_success() {
     h.record(T0, p, true);
     h.record(T0 + secs(5), q, true);
     for seed in 0..30 {
-        assert_eq!(h.order(T0 + secs(6), &[p, q], &mut Rng::new(seed)), vec![q, p]);
+        assert_eq!(
+            h.order(T0 + secs(6), &[p, q], &mut Rng::new(seed)),
+            vec![q, p]
+        );
     }
 }
 
@@ -375,8 +426,9 @@ fn ordering_is_deterministic_per_seed_and_varies_across_seeds() {
     let input: Vec<_> = (1..=6).map(|i| a(&format!("10.0.0.{i}:80"))).collect();
     let first = h.order(T0, &input, &mut Rng::new(42));
     assert_eq!(h.order(T0, &input, &mut Rng::new(42)), first);
-    let distinct: std::collections::BTreeSet<_> =
-        (0..20).map(|s| h.order(T0, &input, &mut Rng::new(s))).collect();
+    let distinct: std::collections::BTreeSet<_> = (0..20)
+        .map(|s| h.order(T0, &input, &mut Rng::new(s)))
+        .collect();
     assert!(distinct.len() > 10);
 }
 
@@ -415,12 +467,19 @@ fn switching_network_clears_bans_and_restores_per_label_history() {
         let stats = h.endpoint(x).unwrap();
         h.switch_network(last, "mobile:46000");
         assert!(!h.is_banned(last, x), "{p}");
-        assert!(h.endpoint(x).is_none(), "{p}: no history on the new network");
+        assert!(
+            h.endpoint(x).is_none(),
+            "{p}: no history on the new network"
+        );
         h.switch_network(last, "wifi:home");
         assert!(!h.is_banned(last, x), "{p}: reloaded history does not ban");
         let back = h.endpoint(x).unwrap();
         assert_eq!(back.history, stats.history, "{p}");
-        assert_eq!(back.records.count_ones(), 1, "{p}: 3 failures collapse to 1 bit");
+        assert_eq!(
+            back.records.count_ones(),
+            1,
+            "{p}: 3 failures collapse to 1 bit"
+        );
         assert_eq!(h.network_label(), "wifi:home");
     }
 }
@@ -454,7 +513,10 @@ fn mars_reloaded_history_counts_toward_bans_stn_does_not() {
         h.record(t, x, false);
         h.is_banned(t, x)
     };
-    assert!(build(Profile::Mars), "mars: 3 collapsed groups + 1 new failure");
+    assert!(
+        build(Profile::Mars),
+        "mars: 3 collapsed groups + 1 new failure"
+    );
     assert!(!build(Profile::Stn), "stn: reloaded bits order only");
 }
 
@@ -472,11 +534,16 @@ fn export_import_round_trip() {
 
     let mut fresh = hist(Profile::Stn);
     fresh.switch_network(Instant::from_secs(5), "wifi");
-    let n = fresh.import(&bytes, wall + 60, Instant::from_secs(5)).unwrap();
+    let n = fresh
+        .import(&bytes, wall + 60, Instant::from_secs(5))
+        .unwrap();
     assert_eq!(n, 3);
     assert_eq!(fresh.endpoint(x).unwrap().history, 0b111);
     assert_eq!(fresh.endpoint(y).unwrap().history, 0);
-    assert!(!fresh.is_banned(Instant::from_secs(5), x), "imports never ban");
+    assert!(
+        !fresh.is_banned(Instant::from_secs(5), x),
+        "imports never ban"
+    );
     // The reloaded record still orders: y (clean) before x.
     for seed in 0..10 {
         let out = fresh.order(Instant::from_secs(5), &[x, y], &mut Rng::new(seed));
@@ -526,7 +593,10 @@ fn garbage_imports_fail_with_typed_errors_and_change_nothing() {
         h.import(b"STNH\x09rest", 100, T0),
         Err(ImportError::UnsupportedVersion(9))
     );
-    assert_eq!(h.import(&good[..good.len() - 1], 100, T0), Err(ImportError::Checksum));
+    assert_eq!(
+        h.import(&good[..good.len() - 1], 100, T0),
+        Err(ImportError::Checksum)
+    );
     let mut flipped = good.clone();
     flipped[10] ^= 0x40;
     assert_eq!(h.import(&flipped, 100, T0), Err(ImportError::Checksum));
@@ -562,7 +632,10 @@ fn garbage_imports_fail_with_typed_errors_and_change_nothing() {
     );
     let mut many = b"STNH\x01\x00\x02".to_vec();
     many.extend_from_slice(b"\x00\xff\xff\x00\xff\xff");
-    assert_eq!(h.import(&seal(&many), 100, T0), Err(ImportError::TooManyEntries));
+    assert_eq!(
+        h.import(&seal(&many), 100, T0),
+        Err(ImportError::TooManyEntries)
+    );
     assert_eq!(h.export(100), before);
 }
 
@@ -588,10 +661,15 @@ fn same_inputs_give_the_same_trace() {
     let run = || {
         let mut h = hist(Profile::Stn);
         let mut rng = Rng::new(2026);
-        let pool: Vec<_> = ["10.0.0.1:80", "10.0.0.2:80", "[2001:db8::1]:80", "[2001:db8::2]:443"]
-            .iter()
-            .map(|s| a(s))
-            .collect();
+        let pool: Vec<_> = [
+            "10.0.0.1:80",
+            "10.0.0.2:80",
+            "[2001:db8::1]:80",
+            "[2001:db8::2]:443",
+        ]
+        .iter()
+        .map(|s| a(s))
+        .collect();
         let mut script = Rng::new(7);
         let mut trace = Vec::new();
         let mut t = T0;
@@ -663,7 +741,8 @@ impl Model {
     fn record(&mut self, rule: Rule, now: Instant, x: SocketAddr, ok: bool) -> bool {
         let last_was_fail = self.results.get(&x).and_then(|r| r.last()).copied() == Some(true);
         let accept = if ok {
-            self.last_ok.get(&x).is_none_or(|t| now - *t > secs(10)) || (rule.lifts && last_was_fail)
+            self.last_ok.get(&x).is_none_or(|t| now - *t > secs(10))
+                || (rule.lifts && last_was_fail)
         } else {
             self.last_fail.get(&x).is_none_or(|t| now - *t > secs(10))
         };
@@ -706,7 +785,11 @@ fn check_order(
     cands: &[SocketAddr],
     out: &[SocketAddr],
 ) -> Result<(), TestCaseError> {
-    let allowed: Vec<SocketAddr> = cands.iter().copied().filter(|x| !h.is_banned(now, *x)).collect();
+    let allowed: Vec<SocketAddr> = cands
+        .iter()
+        .copied()
+        .filter(|x| !h.is_banned(now, *x))
+        .collect();
     prop_assert_eq!(out.is_empty(), cands.is_empty());
     if allowed.is_empty() {
         let soonest = cands.iter().filter_map(|x| h.ban_until(now, *x)).min();
@@ -749,7 +832,13 @@ fn run_against_model(config: BanConfig, rule: Rule, ops: &[Op]) -> Result<(), Te
             }
         }
         for x in &pool {
-            prop_assert_eq!(h.ban_until(now, *x), m.ban_end(rule, now, *x), "{} at {:?}", x, now);
+            prop_assert_eq!(
+                h.ban_until(now, *x),
+                m.ban_end(rule, now, *x),
+                "{} at {:?}",
+                x,
+                now
+            );
         }
         let server_ends = m.server.values().copied().filter(|u| *u > now);
         let expect_next = pool
@@ -886,7 +975,10 @@ fn law_setup(fails: &[(u8, bool)], extra: &[u8]) -> (EndpointHistory, Instant, V
         t += secs(11);
         h.record(t, pool[usize::from(*i) % pool.len()], *ok);
     }
-    let cands = extra.iter().map(|i| pool[usize::from(*i) % pool.len()]).collect();
+    let cands = extra
+        .iter()
+        .map(|i| pool[usize::from(*i) % pool.len()])
+        .collect();
     (h, t, cands)
 }
 
