@@ -170,7 +170,7 @@ fn run(input: &BanInput) -> Seen {
     for op in input.ops.iter().take(300) {
         match op {
             BanOp::Record { addr, ok, step } => {
-                now = now + step.duration();
+                now += step.duration();
                 let addr = pool(*addr);
                 let recorded = history.record(now, addr, *ok);
                 seen.history_ban |=
@@ -223,7 +223,7 @@ fn run(input: &BanInput) -> Seen {
                 assert_eq!(history.network_label(), label(*l));
             }
             BanOp::Reset => history.reset(now),
-            BanOp::Advance { step } => now = now + step.duration(),
+            BanOp::Advance { step } => now += step.duration(),
             BanOp::RoundTrip { wall_offset } => {
                 let wall = WALL_ORIGIN + u64::from(*wall_offset);
                 round_trip(&history, now, wall);

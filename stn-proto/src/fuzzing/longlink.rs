@@ -154,7 +154,7 @@ pub(super) fn seeds() -> Vec<(String, Vec<u8>)> {
     extended.extend_from_slice(&[0xEE; 20]);
     extended.extend_from_slice(b"body");
     extended.extend(frames(0, &[Frame::noop()]));
-    let mut partial = frames(0, &[hello.clone()]);
+    let mut partial = frames(0, std::slice::from_ref(&hello));
     partial.extend_from_slice(&raw_header(20, 0, 3, 9, 100)[..]);
     partial.extend_from_slice(&[1; 40]);
     vec![
@@ -175,7 +175,7 @@ pub(super) fn seeds() -> Vec<(String, Vec<u8>)> {
         ("header_extension".into(), input(0, 64, 64, 17, &extended)),
         (
             "body_at_cap".into(),
-            input(0, 300, 20, 200, &frames(0, &[push.clone()])),
+            input(0, 300, 20, 200, &frames(0, std::slice::from_ref(&push))),
         ),
         ("partial_frame".into(), input(0, 1000, 64, 5, &partial)),
         (

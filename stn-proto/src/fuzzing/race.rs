@@ -381,14 +381,14 @@ fn run(input: &RaceInput) -> Vec<RaceAction> {
         let mut stale = false;
         match *op {
             Op::Connected { attempt, dt } => {
-                now = now + Duration::from_millis(20 * u64::from(dt));
+                now += Duration::from_millis(20 * u64::from(dt));
                 let id = pick(&model, attempt);
                 stale = !live(&model, id);
                 race.handle_connected(now, id);
                 model.absorb(&mut race, None);
             }
             Op::Failed { attempt, dt, error } => {
-                now = now + Duration::from_millis(20 * u64::from(dt));
+                now += Duration::from_millis(20 * u64::from(dt));
                 let id = pick(&model, attempt);
                 stale = !live(&model, id);
                 let error = error.error();
@@ -396,7 +396,7 @@ fn run(input: &RaceInput) -> Vec<RaceAction> {
                 model.absorb(&mut race, (!stale).then_some((id, error)));
             }
             Op::Advance { ms } => {
-                now = now + Duration::from_millis(4 * u64::from(ms));
+                now += Duration::from_millis(4 * u64::from(ms));
                 race.handle_timeout(now);
                 model.absorb(&mut race, None);
             }
@@ -412,7 +412,7 @@ fn run(input: &RaceInput) -> Vec<RaceAction> {
                 model.absorb(&mut race, None);
             }
             Op::Cancel { dt } => {
-                now = now + Duration::from_millis(20 * u64::from(dt));
+                now += Duration::from_millis(20 * u64::from(dt));
                 let was_over = race.outcome().is_some();
                 race.cancel(now);
                 model.cancelled |= !was_over;
