@@ -52,15 +52,16 @@ for target in $(cargo "${toolchain[@]}" fuzz list --fuzz-dir "$fuzz_dir"); do
         "$target" "$dir/corpus" "$fuzz_dir/corpus/$target" -- \
         -max_total_time="$secs" -timeout=20 -print_final_stats=1 \
         -artifact_prefix="$dir/artifacts/") >"$log" 2>&1 || status=$?
-    execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
-    rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)"
-    cov="$(grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*' "$log" | tail -n 1)"
+    # (`|| true`: a run that crashed early has no stats; that is reported below.)
+    execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1 || true)"
+    rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1 || true)"
+    cov="$(grep -o 'cov: [0-9]* ft: [0-9]* corp: [0-9]*' "$log" | tail -n 1 || true)"
     if [ "$status" -eq 0 ]; then
         echo "fuzz: $target ok: ${execs:-?} execs (${rate:-?}/s), ${cov:-no coverage line}"
     else
         failed+=("$target")
         echo "fuzz: $target FAILED (exit $status) after ${execs:-?} execs, ${cov:-no coverage line}"
-        grep -E "panicked at|^thread '|SUMMARY|Test unit written" "$log" | head -n 10 | sed 's/^/    /'
+        { grep -E -A1 "panicked at|SUMMARY|Test unit written" "$log" || true; } | head -n 12 | sed 's/^/    /'
         for artifact in "$dir"/artifacts/*; do
             [ -e "$artifact" ] || continue
             echo "    input (hex): $(od -An -v -tx1 "$artifact" | tr -d ' \n' | head -c 2000)"
