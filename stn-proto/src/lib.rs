@@ -26,6 +26,8 @@ pub mod ban;
 pub mod codec;
 pub mod error;
 pub mod io;
+pub mod limit;
+pub mod monitor;
 pub mod net;
 pub mod profile;
 pub mod race;
