@@ -27,6 +27,7 @@ pub mod codec;
 pub mod error;
 pub mod io;
 pub mod limit;
+pub mod long_link;
 pub mod monitor;
 pub mod net;
 pub mod profile;
