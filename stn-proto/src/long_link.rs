@@ -836,10 +836,13 @@ impl LongLink {
                 let Some(conn) = c.conns.remove(&attempt) else {
                     // Broken invariant: the winner must be open. Fail the
                     // connect rather than panic.
-                    self.connect_failed(now, Error::Connect {
-                        addr: Some(addr),
-                        error: ConnectError::Other(0),
-                    });
+                    self.connect_failed(
+                        now,
+                        Error::Connect {
+                            addr: Some(addr),
+                            error: ConnectError::Other(0),
+                        },
+                    );
                     return;
                 };
                 // Any other attempt still recorded is already cancelled.
@@ -872,9 +875,8 @@ impl LongLink {
 
     fn connect_failed(&mut self, now: Instant, error: Error) {
         self.phase = Phase::Disconnected;
-        self.events.push_back(LongLinkEvent::Disconnected {
-            error: Some(error),
-        });
+        self.events
+            .push_back(LongLinkEvent::Disconnected { error: Some(error) });
         self.monitor.on_disconnected(now);
     }
 
@@ -1036,10 +1038,12 @@ impl LongLink {
                 c.race.cancel(now);
                 self.phase = Phase::Connecting(c);
                 self.drain_race(now, None);
-                if let Phase::Connecting(c) = std::mem::replace(&mut self.phase, Phase::Disconnected)
+                if let Phase::Connecting(c) =
+                    std::mem::replace(&mut self.phase, Phase::Disconnected)
                 {
                     for (_, conn) in c.conns {
-                        self.events.push_back(LongLinkEvent::Io(IoAction::Close { conn }));
+                        self.events
+                            .push_back(LongLinkEvent::Io(IoAction::Close { conn }));
                     }
                 }
                 self.events
@@ -1051,25 +1055,26 @@ impl LongLink {
                     conn, addr, tasks, ..
                 } = *link;
                 let (link_error, peer_fault) = match &end {
-                    End::Timeout(expired) => (
-                        expired.first().map(|(_, k)| Error::Timeout(*k)),
-                        true,
-                    ),
+                    End::Timeout(expired) => {
+                        (expired.first().map(|(_, k)| Error::Timeout(*k)), true)
+                    }
                     End::Heartbeat => (Some(Error::Timeout(TimeoutKind::Heartbeat)), true),
                     End::Protocol(e) => (Some(Error::Protocol(e.clone())), true),
                     End::Remote(reason) => (Some(Error::Socket(socket_error(*reason))), true),
                     End::Local(_) => (None, false),
                 };
                 if !matches!(end, End::Remote(_)) {
-                    self.events.push_back(LongLinkEvent::Io(IoAction::Close { conn }));
+                    self.events
+                        .push_back(LongLinkEvent::Io(IoAction::Close { conn }));
                 }
                 if peer_fault {
-                    self.events.push_back(LongLinkEvent::Endpoint(EndpointReport {
-                        addr,
-                        ok: false,
-                        connect_time: None,
-                        error: link_error.clone(),
-                    }));
+                    self.events
+                        .push_back(LongLinkEvent::Endpoint(EndpointReport {
+                            addr,
+                            ok: false,
+                            connect_time: None,
+                            error: link_error.clone(),
+                        }));
                 }
                 for task in tasks.into_keys() {
                     let error = match &end {
@@ -1083,7 +1088,8 @@ impl LongLink {
                         End::Local(DisconnectReason::Shutdown) => Error::Shutdown,
                         End::Local(_) => Error::Local(LocalError::Interrupted),
                     };
-                    self.events.push_back(LongLinkEvent::TaskFailed { task, error });
+                    self.events
+                        .push_back(LongLinkEvent::TaskFailed { task, error });
                 }
                 self.events
                     .push_back(LongLinkEvent::Disconnected { error: link_error });
