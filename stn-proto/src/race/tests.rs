@@ -160,6 +160,36 @@ fn refused_waits_for_error_stagger_under_mars() {
 }
 
 #[test]
+fn mars_failure_frees_a_slot_but_keeps_the_error_stagger() {
+    let mut r = race(Profile::Mars, &[1, 2, 3, 4, 5], None, None);
+    r.handle_timeout(ms(2500));
+    r.handle_timeout(ms(5000));
+    assert_eq!(drain(&mut r).len(), 3);
+    assert_eq!(r.poll_timeout(), Some(ms(10_000))); // 3 in flight: no start at 7.5 s
+    r.handle_failed(ms(6000), id(1), ConnectError::Reset);
+    assert_eq!(
+        drain(&mut r),
+        vec![report(1, 2, R::Failed(ConnectError::Reset))]
+    );
+    assert_eq!(r.poll_timeout(), Some(ms(7500))); // last start 5 s + error stagger 2.5 s
+    r.handle_timeout(ms(7500));
+    assert_eq!(drain(&mut r), vec![connect(3, 4)]);
+    assert_eq!(r.poll_timeout(), Some(ms(10_000)));
+    // Under stn a failure starts the next attempt at once, before the stagger.
+    let mut r = race(Profile::Stn, &[1, 2, 3], Some(500), None); // stagger 1.05 s
+    r.handle_failed(ms(100), id(0), ConnectError::Reset);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            connect(0, 1),
+            report(0, 1, R::Failed(ConnectError::Reset)),
+            connect(1, 2)
+        ]
+    );
+    assert_eq!(r.poll_timeout(), Some(ms(1150)));
+}
+
+#[test]
 fn per_attempt_timeout() {
     let mut r = race(Profile::Mars, &[1], None, None);
     assert_eq!(drain(&mut r), vec![connect(0, 1)]);
@@ -725,7 +755,7 @@ mod model {
         cursor: u64,
         /// Start time of every attempt.
         started: BTreeMap<u32, Instant>,
-        /// Addresses that failed with an error of their own.
+        /// Addresses with an attempt the adapter reported failed.
         hard: std::collections::BTreeSet<SocketAddr>,
         max_rounds: u32,
         deadline: Option<Instant>,
@@ -1004,9 +1034,7 @@ mod model {
                     );
                     let failed_addr = m.open[&attempt];
                     m.close(attempt, 'f');
-                    if !matches!(err, ConnectError::TimedOut | ConnectError::AttemptTimeout) {
-                        m.hard.insert(failed_addr);
-                    }
+                    m.hard.insert(failed_addr);
                     m.absorb(now, &out);
                     m.check(now, &race);
                     continue;
@@ -1055,7 +1083,7 @@ mod model {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
 
         #[test]
         fn race_state_machine(
