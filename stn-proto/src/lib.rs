@@ -25,6 +25,7 @@
 pub mod ban;
 pub mod codec;
 pub mod error;
+pub mod heartbeat;
 pub mod io;
 pub mod limit;
 pub mod long_link;

@@ -218,6 +218,10 @@ impl FrequencyLimit {
 }
 
 /// Constants of the [`FlowLimit`] bucket (bytes and bytes per second).
+///
+/// The values follow reference §7 (80 MiB, 80 MiB/h, 20 MiB/h, 60 MiB). Some
+/// Mars revisions of `flow_limit.cc` use a tenth of each (8 MiB, 8 MiB/h,
+/// 2 MiB/h, 6 MiB); set the fields to reproduce those.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct FlowLimitConfig {
     /// Bucket capacity (Mars `kMaxVol`: 80 MiB).
@@ -305,11 +309,13 @@ impl FlowLimit {
         }
     }
 
-    /// The bucket level after draining up to `now`.
-    pub fn level(&mut self, now: Instant) -> u64 {
-        let now = self.clock.observe(now);
-        self.drain(now);
+    /// The bucket level after draining up to `now` (read-only: the level a
+    /// [`check`](Self::check) at `now` would start from).
+    pub fn level(&self, now: Instant) -> u64 {
+        let now = now.max(self.clock.latest());
+        let secs = (now - self.drained_until).as_secs();
         self.level
+            .saturating_sub(secs.saturating_mul(self.drain_rate()))
     }
 
     /// Whether the bucket drains at the active rate.
@@ -323,12 +329,17 @@ impl FlowLimit {
             return;
         }
         self.drained_until += Duration::from_secs(secs);
-        let rate = if self.active {
+        self.level = self
+            .level
+            .saturating_sub(secs.saturating_mul(self.drain_rate()));
+    }
+
+    fn drain_rate(&self) -> u64 {
+        if self.active {
             self.config.active_drain_per_sec
         } else {
             self.config.inactive_drain_per_sec
-        };
-        self.level = self.level.saturating_sub(secs.saturating_mul(rate));
+        }
     }
 }
 
@@ -413,8 +424,8 @@ impl AntiAvalanche {
     }
 
     /// The flow bucket (for inspection and reports).
-    pub fn flow(&mut self) -> &mut FlowLimit {
-        &mut self.flow
+    pub fn flow(&self) -> &FlowLimit {
+        &self.flow
     }
 }
 

@@ -210,7 +210,9 @@ pub struct ConnectMonitorConfig {
     /// Connect at once when the app comes to the foreground (stn), instead of
     /// the auto interval (Mars).
     pub immediate_on_foreground: bool,
-    /// Seed of the jitter generator (unused without a back-off).
+    /// Seed of the jitter generator (unused without a back-off). Give every
+    /// client its own (e.g. derived from the engine's root seed and a device
+    /// id): a fleet sharing one seed would jitter in lock-step.
     pub seed: u64,
 }
 
@@ -409,8 +411,10 @@ impl ConnectMonitor {
     }
 
     /// The network changed. The caller tears down the current link and any
-    /// attempt in flight; the monitor asks for a new connect at once and
-    /// (stn) forgets past failures, which belonged to the old network.
+    /// attempt in flight; the monitor asks for a new connect at once (as Mars
+    /// does, even if the new network is "none": the engine may hold this call
+    /// until a network is available) and forgets past failures, which
+    /// belonged to the old network.
     pub fn on_network_change(&mut self, now: Instant) {
         let now = self.enter(now);
         self.link = Link::Down;
