@@ -72,7 +72,9 @@ use std::collections::{BTreeMap, VecDeque};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::codec::longlink::{CodecConfig, DecodeError, Frame, FrameDecoder, IDENTIFY_SEQ};
+use crate::codec::longlink::{
+    encode_to_bytes, CodecConfig, DecodeError, Frame, FrameDecoder, IDENTIFY_SEQ,
+};
 use crate::error::{DnsError, Error, LocalError, ProtocolError, SocketError, TimeoutKind};
 use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
 use crate::monitor::{ConnectMonitor, ConnectMonitorConfig, MonitorAction};
@@ -82,12 +84,11 @@ use crate::race::{AttemptId, AttemptResult, FailReason, Race, RaceAction, RaceCo
 use crate::task::TaskId;
 use crate::time::{Duration, Instant, MonotonicClock};
 
-mod heartbeat;
 #[cfg(test)]
 mod tests;
 
-use heartbeat::{Beat, Heartbeat, Identify};
-pub use heartbeat::{HeartbeatConfig, IdentifyDecision};
+use crate::heartbeat::{Heartbeat, HeartbeatAction, IdentifyState};
+pub use crate::heartbeat::{HeartbeatConfig, IdentifyDecision};
 
 /// Per-attempt timeouts of one task (Mars §2.3). All run from the moment the
 /// task's frame is written.
@@ -557,7 +558,6 @@ impl LongLink {
             conn: link.conn,
             data,
         }));
-        link.heartbeat.on_write(now);
         if send_only {
             self.events.push_back(LongLinkEvent::TaskSent { task });
         } else {
@@ -573,6 +573,10 @@ impl LongLink {
                 },
             );
         }
+        // Every write re-arms the noop interval (Mars). An overdue noop
+        // response may time out here, failing the task just written.
+        link.heartbeat.on_write(now);
+        self.drain_heartbeat(now);
         Ok(())
     }
 
@@ -603,7 +607,8 @@ impl LongLink {
     }
 
     /// Received frames that matched nothing (unknown seq, a cancelled task's
-    /// late response, an unrequested noop or identify response).
+    /// late response, an unrequested identify response). Noop responses are
+    /// always consumed.
     pub fn unknown_frames(&self) -> u64 {
         self.unknown_frames
     }
@@ -669,9 +674,12 @@ impl LongLink {
                 c.race.handle_timeout(now);
                 self.drain_race(now, Some(ids));
             }
-            Phase::Connected(_) => {
+            Phase::Connected(link) => {
+                link.heartbeat.handle_timeout(now);
+                // Heartbeat first: a dead link fails its tasks with the
+                // heartbeat error, not with whichever task timer is due.
+                self.drain_heartbeat(now);
                 self.check_tasks(now);
-                self.run_heartbeat(now);
             }
             Phase::Idle | Phase::Disconnected => {}
         }
@@ -686,35 +694,8 @@ impl LongLink {
         let Phase::Connected(link) = &mut self.phase else {
             return;
         };
-        if !matches!(link.heartbeat.identify(), Identify::Asking { .. }) {
-            return;
-        }
-        match decision {
-            IdentifyDecision::Now { cmd_id, body } => {
-                match encode(&self.config.codec, &Frame::new(cmd_id, IDENTIFY_SEQ, body)) {
-                    Some(data) => {
-                        self.events.push_back(LongLinkEvent::Io(IoAction::Send {
-                            conn: link.conn,
-                            data,
-                        }));
-                        link.heartbeat.on_identify_sent(now);
-                    }
-                    // Unsendable identify packet: behave as `Never`.
-                    None => {
-                        link.heartbeat.identify_never();
-                        send_noop(&self.config.codec, link, &mut self.events, now);
-                    }
-                }
-            }
-            IdentifyDecision::Next => {
-                link.heartbeat.identify_next();
-                send_noop(&self.config.codec, link, &mut self.events, now);
-            }
-            IdentifyDecision::Never => {
-                link.heartbeat.identify_never();
-                send_noop(&self.config.codec, link, &mut self.events, now);
-            }
-        }
+        link.heartbeat.identify_answer(now, decision);
+        self.drain_heartbeat(now);
     }
 
     /// The app moved to the foreground or background (monitor schedule).
@@ -751,7 +732,7 @@ impl LongLink {
             Phase::Shutdown => return None,
             Phase::Connecting(c) => c.race.poll_timeout(),
             Phase::Connected(link) => {
-                let mut t = link.heartbeat.next_deadline();
+                let mut t = link.heartbeat.poll_timeout().unwrap_or(Instant::MAX);
                 for task in link.tasks.values() {
                     t = t.min(task.next_deadline());
                 }
@@ -860,7 +841,13 @@ impl LongLink {
                 self.events
                     .push_back(LongLinkEvent::Connected { addr, connect_time });
                 self.monitor.on_connected(now);
-                self.run_heartbeat(now);
+                if let Phase::Connected(link) = &mut self.phase {
+                    // The handshake took about one RTT: stn scales the noop
+                    // timeout from it.
+                    link.heartbeat.set_rtt(connect_time);
+                    link.heartbeat.handle_timeout(now);
+                }
+                self.drain_heartbeat(now);
             }
             Some(Err(error)) => {
                 for (_, other) in std::mem::take(&mut c.conns) {
@@ -924,7 +911,7 @@ impl LongLink {
             }
         }
         for frame in frames {
-            self.dispatch(frame);
+            self.dispatch(now, frame);
         }
         if let Some(error) = failure {
             self.teardown(now, End::Protocol(error));
@@ -934,18 +921,19 @@ impl LongLink {
 
     /// One complete frame: noop response, identify response, push, or a
     /// task's response (Mars `__RunReadWrite` / `OnResponse` order).
-    fn dispatch(&mut self, frame: Frame) {
+    fn dispatch(&mut self, now: Instant, frame: Frame) {
         let Phase::Connected(link) = &mut self.phase else {
             return;
         };
         if frame.is_noop() {
-            if !link.heartbeat.on_noop_response() {
-                self.unknown_frames += 1;
-            }
+            link.heartbeat.on_noop_response(now);
             return;
         }
         if frame.seq == IDENTIFY_SEQ {
-            if link.heartbeat.on_identify_response() {
+            if link.heartbeat.identify_state() == IdentifyState::Sent {
+                // Receiving it completes identify for this connection; the
+                // app sees the body (it cannot reject it through this API).
+                link.heartbeat.on_identify_response(now, true);
                 self.events.push_back(LongLinkEvent::IdentifyResponse {
                     cmd_id: frame.cmd_id,
                     body: frame.body,
@@ -1007,23 +995,36 @@ impl LongLink {
         self.monitor.on_disconnected(now);
     }
 
-    /// Sends noops / asks for identify as due; a response timeout ends the link.
-    fn run_heartbeat(&mut self, now: Instant) {
-        // Each beat changes the heartbeat's state so the next `due` differs;
-        // the bound only guards against a broken invariant.
-        for _ in 0..4 {
-            let Phase::Connected(link) = &mut self.phase else {
-                return;
-            };
-            match link.heartbeat.due(now) {
-                None => return,
-                Some(Beat::SendNoop) => send_noop(&self.config.codec, link, &mut self.events, now),
-                Some(Beat::AskIdentify) => self.events.push_back(LongLinkEvent::AskIdentify),
-                Some(Beat::TimedOut) => {
+    /// Carries out the heartbeat's actions: noop and identify writes, the
+    /// identify question; a response timeout ends the link.
+    fn drain_heartbeat(&mut self, now: Instant) {
+        let Phase::Connected(link) = &mut self.phase else {
+            return;
+        };
+        while let Some(action) = link.heartbeat.poll_action() {
+            let frame = match action {
+                HeartbeatAction::SendNoop => Frame::noop(),
+                HeartbeatAction::SendIdentify { cmd_id, body } => {
+                    Frame::new(cmd_id, IDENTIFY_SEQ, body)
+                }
+                HeartbeatAction::AskIdentify => {
+                    self.events.push_back(LongLinkEvent::AskIdentify);
+                    continue;
+                }
+                HeartbeatAction::Timeout { .. } => {
                     self.teardown(now, End::Heartbeat);
                     self.monitor.on_disconnected(now);
                     return;
                 }
+            };
+            // The app's identify body is sent even past the codec's cap: it
+            // is the app's own packet, and the alternative (not sending it)
+            // would time the link out anyway.
+            if let Ok(data) = encode_to_bytes(&frame, self.config.codec.client_version) {
+                self.events.push_back(LongLinkEvent::Io(IoAction::Send {
+                    conn: link.conn,
+                    data,
+                }));
             }
         }
     }
@@ -1116,22 +1117,6 @@ fn note_progress(link: &mut Link, seq: u32, total: usize, now: Instant) {
         run.last_byte_at = Some(now);
         run.frame_total = Some(total);
     }
-}
-
-fn send_noop(
-    codec: &CodecConfig,
-    link: &mut Link,
-    events: &mut VecDeque<LongLinkEvent>,
-    now: Instant,
-) {
-    // The noop's empty body always fits.
-    if let Some(data) = encode(codec, &Frame::noop()) {
-        events.push_back(LongLinkEvent::Io(IoAction::Send {
-            conn: link.conn,
-            data,
-        }));
-    }
-    link.heartbeat.on_noop_sent(now);
 }
 
 fn encode(codec: &CodecConfig, frame: &Frame) -> Option<Bytes> {

@@ -40,10 +40,9 @@ fn timeouts() -> ExchangeTimeouts {
     }
 }
 
-fn config(profile: Profile, identify: bool) -> LongLinkConfig {
+fn config(profile: Profile) -> LongLinkConfig {
     let mut cfg = LongLinkConfig::for_profile(profile);
     cfg.codec.client_version = VERSION;
-    cfg.heartbeat.identify = identify;
     cfg
 }
 
@@ -52,15 +51,23 @@ struct H {
     link: LongLink,
     ids: ConnIds,
     now: Instant,
+    /// Whether the test answers `AskIdentify` itself; if not, `connected`
+    /// answers `Never`.
+    identify: bool,
 }
 
 impl H {
     fn new(cfg: LongLinkConfig) -> Self {
+        H::with_identify(cfg, false)
+    }
+
+    fn with_identify(cfg: LongLinkConfig, identify: bool) -> Self {
         let now = Instant::from_secs(100);
         H {
             link: LongLink::new(now, cfg),
             ids: ConnIds::new(),
             now,
+            identify,
         }
     }
 
@@ -123,7 +130,12 @@ impl H {
             other => panic!("{other:?}"),
         };
         self.now += ms(50);
-        let ev = self.event(conn, ConnEvent::Connected);
+        let mut ev = self.event(conn, ConnEvent::Connected);
+        if !self.identify {
+            assert_eq!(ev.last(), Some(&LongLinkEvent::AskIdentify));
+            self.link.identify_answer(self.now, IdentifyDecision::Never);
+            ev.extend(self.drain());
+        }
         (conn, ev)
     }
 
@@ -152,7 +164,7 @@ fn interrupted() -> Error {
 
 #[test]
 fn connect_then_noop_exchange_with_exact_bytes() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let t0 = h.now;
     let (conn, ev) = h.connected();
     let noop: &[u8] = &[
@@ -171,14 +183,16 @@ fn connect_then_noop_exchange_with_exact_bytes() {
                 addr: addr(1),
                 connect_time: ms(50),
             },
+            LongLinkEvent::AskIdentify,
             send_of(conn, Bytes::from_static(noop)),
         ]
     );
     assert_eq!(h.link.state(), LinkState::Connected);
     assert_eq!(h.link.endpoint(), Some(addr(1)));
-    // The noop response is due 8 s after the write.
+    // stn: the noop response is due 6 × RTT (the 50 ms connect), at least
+    // 3 s, after the write (Mars: 8 s, below).
     let t1 = t0 + ms(50);
-    assert_eq!(h.link.poll_timeout(), Some(t1 + secs(8)));
+    assert_eq!(h.link.poll_timeout(), Some(t1 + secs(3)));
     h.now = t1 + ms(30);
     assert!(h.recv(conn, noop_bytes()).is_empty());
     assert_eq!(h.link.unknown_frames(), 0);
@@ -197,11 +211,33 @@ fn connect_then_noop_exchange_with_exact_bytes() {
     assert_eq!(ev, vec![send_of(conn, frame(7, 1, b"hi"))]);
     h.recv(conn, frame(7, 1, b"ok"));
     assert_eq!(h.link.poll_timeout(), Some(t2 + ms(210_000)));
+
+    let mut h = H::new(config(Profile::Mars));
+    let (_, _) = h.connected();
+    assert_eq!(h.link.poll_timeout(), Some(h.now + secs(8)));
+}
+
+#[test]
+fn noop_after_a_long_sleep_waits_less() {
+    let mut h = H::new(config(Profile::Mars));
+    let conn = h.ready();
+    // The device slept through the 3.5 min alarm: 20 min later the noop
+    // goes out with the 5 s "late" timeout.
+    let ev = h.advance(secs(20 * 60));
+    assert_eq!(ev, vec![send_of(conn, noop_bytes())]);
+    assert_eq!(h.link.poll_timeout(), Some(h.now + secs(5)));
+    let ev = h.advance(secs(5));
+    assert_eq!(
+        ev.last(),
+        Some(&LongLinkEvent::Disconnected {
+            error: Some(Error::Timeout(TimeoutKind::Heartbeat))
+        })
+    );
 }
 
 #[test]
 fn identify_now_sends_the_packet_and_consumes_the_response() {
-    let mut h = H::new(config(Profile::Stn, true));
+    let mut h = H::with_identify(config(Profile::Stn), true);
     let (conn, ev) = h.connected();
     assert_eq!(ev.last(), Some(&LongLinkEvent::AskIdentify));
     assert!(!ev
@@ -240,7 +276,7 @@ fn identify_now_sends_the_packet_and_consumes_the_response() {
 
 #[test]
 fn identify_next_asks_again_at_the_next_slot() {
-    let mut h = H::new(config(Profile::Stn, true));
+    let mut h = H::with_identify(config(Profile::Stn), true);
     let (conn, _) = h.connected();
     h.link.identify_answer(h.now, IdentifyDecision::Next);
     assert_eq!(h.drain(), vec![send_of(conn, noop_bytes())]);
@@ -255,26 +291,23 @@ fn identify_next_asks_again_at_the_next_slot() {
 }
 
 #[test]
-fn identify_never_sends_noops_only_and_an_unanswered_ask_falls_back() {
-    let mut h = H::new(config(Profile::Stn, true));
+fn identify_never_sends_noops_only_and_a_silent_app_still_gets_noops() {
+    let mut h = H::with_identify(config(Profile::Stn), true);
     let (conn, _) = h.connected();
     h.link.identify_answer(h.now, IdentifyDecision::Never);
     assert_eq!(h.drain(), vec![send_of(conn, noop_bytes())]);
 
-    // A silent app: the noop goes out after `identify_answer_wait` anyway.
-    let mut h = H::new(config(Profile::Stn, true));
+    // A silent app: the link is still probed at the next slot.
+    let mut h = H::with_identify(config(Profile::Stn), true);
     let (conn, _) = h.connected();
     let asked = h.now;
-    assert_eq!(h.link.poll_timeout(), Some(asked + secs(8)));
-    assert_eq!(h.at(asked + secs(8)), vec![send_of(conn, noop_bytes())]);
-    // A late answer is ignored.
-    h.link.identify_answer(h.now, IdentifyDecision::Next);
-    assert!(h.drain().is_empty());
+    assert_eq!(h.link.poll_timeout(), Some(asked + ms(210_000)));
+    assert_eq!(h.at(asked + ms(210_000)), vec![send_of(conn, noop_bytes())]);
 }
 
 #[test]
 fn identify_timeout_is_a_heartbeat_timeout() {
-    let mut h = H::new(config(Profile::Stn, true));
+    let mut h = H::with_identify(config(Profile::Stn), true);
     let (conn, _) = h.connected();
     h.link.identify_answer(
         h.now,
@@ -298,7 +331,7 @@ fn identify_timeout_is_a_heartbeat_timeout() {
 
 #[test]
 fn pipelined_tasks_answered_out_of_order_and_push() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let conn = h.ready();
     let sent = h.now;
     for id in 1..=3 {
@@ -339,7 +372,7 @@ fn pipelined_tasks_answered_out_of_order_and_push() {
 
 #[test]
 fn frames_split_byte_at_a_time() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let conn = h.ready();
     let sent = h.now;
     h.send(5, b"req");
@@ -370,13 +403,13 @@ fn frames_split_byte_at_a_time() {
             },
         ]
     );
-    // The trailing noop was an unrequested response (the first one was answered).
-    assert_eq!(h.link.unknown_frames(), 1);
+    // The trailing (unrequested) noop response is consumed silently.
+    assert_eq!(h.link.unknown_frames(), 0);
 }
 
 #[test]
 fn garbage_fails_every_running_task_once_with_a_protocol_error() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let conn = h.ready();
     for id in [1, 2, 3] {
         h.send(id, b"x");
@@ -410,7 +443,7 @@ fn garbage_fails_every_running_task_once_with_a_protocol_error() {
 
 #[test]
 fn wrong_client_version_is_a_protocol_error() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let conn = h.ready();
     let bad = encode_to_bytes(&Frame::new(7, 0, Bytes::new()), VERSION + 1).unwrap();
     let ev = h.recv(conn, bad);
@@ -424,7 +457,7 @@ fn wrong_client_version_is_a_protocol_error() {
 
 #[test]
 fn oversize_length_is_rejected_at_the_header() {
-    let mut cfg = config(Profile::Stn, false);
+    let mut cfg = config(Profile::Stn);
     cfg.codec.max_body_len = 1024;
     let mut h = H::new(cfg);
     let conn = h.ready();
@@ -450,7 +483,7 @@ fn oversize_length_is_rejected_at_the_header() {
 #[test]
 fn first_packet_timeout_fails_the_batch_and_the_monitor_reconnects() {
     // Mars profile: plain tables, so the reconnect time is exact.
-    let mut h = H::new(config(Profile::Mars, false));
+    let mut h = H::new(config(Profile::Mars));
     let start = h.now;
     let conn = h.ready();
     let sent = h.now;
@@ -500,7 +533,7 @@ fn first_packet_timeout_fails_the_batch_and_the_monitor_reconnects() {
 
 #[test]
 fn stn_reconnects_with_the_backoff() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let start = h.now;
     let conn = h.ready();
     h.send(1, b"a");
@@ -516,7 +549,7 @@ fn stn_reconnects_with_the_backoff() {
 
 #[test]
 fn packet_gap_and_read_write_timeouts() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let conn = h.ready();
     h.send(1, b"a");
     let resp = frame(7, 1, &[0u8; 100]);
@@ -527,7 +560,7 @@ fn packet_gap_and_read_write_timeouts() {
     let ev = h.advance(secs(2));
     assert!(ev.contains(&failed(1, Error::Timeout(TimeoutKind::PacketGap))));
 
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let conn = h.ready();
     let sent = h.now;
     h.send(1, b"a");
@@ -551,7 +584,7 @@ fn packet_gap_and_read_write_timeouts() {
 
 #[test]
 fn long_polling_replaces_the_first_packet_timeout() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     h.ready();
     let sent = h.now;
     let lp = ExchangeTimeouts {
@@ -572,7 +605,7 @@ fn long_polling_replaces_the_first_packet_timeout() {
 #[test]
 fn task_deadline_fails_one_task_under_stn_and_the_batch_under_mars() {
     for (profile, batch) in [(Profile::Stn, false), (Profile::Mars, true)] {
-        let mut h = H::new(config(profile, false));
+        let mut h = H::new(config(profile));
         h.ready();
         let t = h.now;
         h.link
@@ -596,7 +629,7 @@ fn task_deadline_fails_one_task_under_stn_and_the_batch_under_mars() {
 
 #[test]
 fn heartbeat_timeout_disconnects() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let (conn, _) = h.connected();
     let slow = ExchangeTimeouts {
         first_packet: secs(20),
@@ -631,7 +664,7 @@ fn remote_close_fails_tasks_with_a_socket_error() {
         (CloseReason::Eof, SocketError::ClosedByPeer),
         (CloseReason::Reset, SocketError::Reset),
     ] {
-        let mut h = H::new(config(Profile::Stn, false));
+        let mut h = H::new(config(Profile::Stn));
         let conn = h.ready();
         h.send(1, b"a");
         h.send(2, b"b");
@@ -669,7 +702,7 @@ fn remote_close_fails_tasks_with_a_socket_error() {
 
 #[test]
 fn network_change_reconnects_at_once() {
-    let mut h = H::new(config(Profile::Mars, false));
+    let mut h = H::new(config(Profile::Mars));
     let conn = h.ready();
     h.send(1, b"a");
     h.link.on_network_change(h.now);
@@ -704,7 +737,7 @@ fn network_change_reconnects_at_once() {
 
 #[test]
 fn send_only_completes_when_written() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let conn = h.ready();
     h.link
         .send_task(
@@ -733,7 +766,7 @@ fn send_only_completes_when_written() {
 
 #[test]
 fn send_task_refusals() {
-    let mut cfg = config(Profile::Stn, false);
+    let mut cfg = config(Profile::Stn);
     cfg.max_in_flight_tasks = 2;
     cfg.codec.max_body_len = 8;
     let mut h = H::new(cfg);
@@ -776,7 +809,7 @@ fn send_task_refusals() {
 
 #[test]
 fn cancelled_task_gets_no_event_and_its_response_is_dropped() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let conn = h.ready();
     h.send(1, b"a");
     h.link.cancel_task(h.now, TaskId::new(1));
@@ -790,7 +823,7 @@ fn cancelled_task_gets_no_event_and_its_response_is_dropped() {
 
 #[test]
 fn racing_connects_to_the_faster_candidate_and_closes_the_other() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     h.at(h.now);
     h.link
         .connect(h.now, vec![addr(1), addr(2)], None, &mut h.ids);
@@ -824,7 +857,7 @@ fn racing_connects_to_the_faster_candidate_and_closes_the_other() {
 
 #[test]
 fn failed_connect_reports_and_schedules_a_retry() {
-    let mut h = H::new(config(Profile::Mars, false));
+    let mut h = H::new(config(Profile::Mars));
     h.at(h.now);
     h.link.connect(h.now, vec![addr(1)], None, &mut h.ids);
     let LongLinkEvent::Io(IoAction::Connect { conn, .. }) = h.drain()[0] else {
@@ -849,7 +882,7 @@ fn failed_connect_reports_and_schedules_a_retry() {
         ]
     );
     // Empty candidate list: fails at once with a DNS error.
-    let mut h = H::new(config(Profile::Mars, false));
+    let mut h = H::new(config(Profile::Mars));
     h.at(h.now);
     h.link.connect(h.now, vec![], None, &mut h.ids);
     assert_eq!(
@@ -863,7 +896,7 @@ fn failed_connect_reports_and_schedules_a_retry() {
 
 #[test]
 fn shutdown_closes_everything_and_stays_down() {
-    let mut h = H::new(config(Profile::Stn, false));
+    let mut h = H::new(config(Profile::Stn));
     let conn = h.ready();
     h.send(1, b"a");
     h.link.disconnect(h.now, DisconnectReason::Shutdown);
@@ -885,7 +918,7 @@ fn shutdown_closes_everything_and_stays_down() {
 
 #[test]
 fn task_needs_link_uses_the_task_row() {
-    let mut h = H::new(config(Profile::Mars, false));
+    let mut h = H::new(config(Profile::Mars));
     let start = h.now;
     h.at(h.now);
     h.link.connect(h.now, vec![], None, &mut h.ids);
@@ -1012,12 +1045,14 @@ mod model {
         cancelled: BTreeSet<TaskId>,
         carry: Vec<u8>,
         max_body: usize,
+        /// Answer `AskIdentify` with `Never` at once (else only `Op::Identify` answers).
+        auto_never: bool,
         pub(super) trace: Vec<(Instant, LongLinkEvent)>,
     }
 
     impl Driver {
         pub(super) fn new(profile: Profile, identify: bool) -> Self {
-            let mut cfg = config(profile, identify);
+            let mut cfg = config(profile);
             cfg.codec.max_body_len = 64;
             cfg.max_in_flight_tasks = 4;
             let max_body = cfg.codec.max_body_len;
@@ -1031,6 +1066,7 @@ mod model {
                 cancelled: BTreeSet::new(),
                 carry: Vec::new(),
                 max_body,
+                auto_never: !identify,
                 trace: Vec::new(),
             }
         }
@@ -1248,7 +1284,11 @@ mod model {
             &mut self,
             sent_only: Option<TaskId>,
         ) -> Result<Vec<LongLinkEvent>, TestCaseError> {
-            let events: Vec<_> = std::iter::from_fn(|| self.link.poll_event()).collect();
+            let mut events: Vec<_> = std::iter::from_fn(|| self.link.poll_event()).collect();
+            if self.auto_never && events.contains(&LongLinkEvent::AskIdentify) {
+                self.link.identify_answer(self.now, IdentifyDecision::Never);
+                events.extend(std::iter::from_fn(|| self.link.poll_event()));
+            }
             let mut saw_sent = false;
             for ev in &events {
                 self.trace.push((self.now, ev.clone()));
