@@ -1,1 +1,864 @@
-//! (being written)
+//! Connection racing: Mars's "complex connect" and RFC 8305 Happy Eyeballs as
+//! one sans-IO state machine.
+//!
+//! A [`Race`] is given an ordered list of candidate addresses and tells the
+//! caller when to open a TCP connection to which address ([`RaceAction::Connect`]),
+//! when to close one ([`RaceAction::Cancel`]), what to record about each
+//! attempt ([`RaceAction::Report`]) and how the race ended ([`RaceAction::Won`]
+//! or [`RaceAction::Failed`]). The caller feeds back what the sockets did
+//! ([`Race::handle_connected`], [`Race::handle_failed`]) and wakes the machine at
+//! [`Race::poll_timeout`] through [`Race::handle_timeout`].
+//!
+//! # Rules (Mars `complexconnect.cc`, reference/mars-stn.md §3)
+//!
+//! 1. The first attempt starts at once.
+//! 2. The next attempt starts when `now − last_start ≥ stagger` (or
+//!    `error_stagger` if the most recent event was a failure) **and** fewer than
+//!    `max_in_flight` attempts are in flight.
+//! 3. Each attempt has its own deadline, `attempt_timeout` after its start; when
+//!    it passes the attempt is closed ([`RaceAction::Cancel`]) and counts as a
+//!    failure with [`ConnectError::AttemptTimeout`]. Any failure frees a slot.
+//! 4. The first attempt to connect wins; every other attempt still in flight is
+//!    cancelled. Under the Mars profiles, losers started earlier than the winner
+//!    are reported as `ETIMEDOUT` ([`ConnectError::TimedOut`]) and later ones are
+//!    not reported, as Mars does.
+//! 5. When nothing is in flight and no attempt may start any more, the race
+//!    fails ([`RaceAction::Failed`]).
+//!
+//! Deadlines are exact: Mars since 2021 notices a timeout only when its
+//! `select` wakes (at most every 10 s), which can stretch its worst case; the
+//! Mars profiles here model the exact-deadline behaviour of v1.2 and earlier.
+//!
+//! With 5 black-holed candidates the rules give (pinned in the tests):
+//! - [`Profile::Mars`] (2.5 s): starts at 0, 2.5, 5, 10, 12.5 s, fails at 22.5 s
+//!   (the third attempt fills the 3 slots, so the fourth waits for the first
+//!   timeout at 10 s, the fifth for the second at 12.5 s);
+//! - [`Profile::Mars2017`] (4 s): starts at 0, 4, 8, 12, 16 s, fails at 26 s —
+//!   the schedule mars-stn.md quotes. The 3-slot limit never binds here: at
+//!   12 s the first attempt has already timed out (10 s), so the stagger alone
+//!   sets the schedule.
+//!
+//! # stn's own policy ([`Profile::Stn`]) and why
+//!
+//! - **Adaptive stagger** ([`AdaptiveStagger`]): `clamp(2·rtt + 50 ms, 100 ms,
+//!   2 s)` from the caller's RTT hint, 250 ms without one (RFC 8305 §8:
+//!   default Connection Attempt Delay 250 ms, minimum 100 ms, maximum 2 s). Two
+//!   RTTs plus a margin let the first attempt finish its handshake on a healthy
+//!   path before a second socket is opened, yet start the second long before
+//!   the OS would retransmit a lost SYN (1 s).
+//! - **A failure starts the next attempt at once** (`error_stagger` 0): a
+//!   refusal or an unreachable route is definite news, so waiting out the
+//!   stagger only adds latency (RFC 8305 §5 does the same).
+//! - **Abandon and refresh** ([`AbandonPolicy`]): Linux before 6.5 retransmits
+//!   a lost SYN after 1 s, then 3 s, 7 s, … (reference/peers.md §3.1), so under
+//!   loss an attempt whose first two SYNs were lost sits idle until 3 s. An
+//!   attempt not connected after `max(3·rtt, 1 s + rtt + 100 ms)` (1.6 s when no
+//!   RTT is known, assuming 500 ms) is cancelled and reported
+//!   [`AttemptResult::Abandoned`]; the freed slot starts a fresh attempt, which
+//!   sends a new SYN immediately. 3·rtt is the usual data RTO (srtt + 4·rttvar);
+//!   `1 s + rtt` is when the reply to the OS's first retransmission should
+//!   have arrived. An attempt is only abandoned when a replacement may start, and
+//!   after 6 abandonments in one race no more are abandoned, so an RTT hint
+//!   that is far too small (the path got slower) costs a few seconds instead of
+//!   a livelock of attempts that never live long enough to connect.
+//! - **Round-robin**: after one pass over the candidates the race goes round
+//!   again (a 1-address list still gets fresh attempts) until its overall
+//!   deadline: the caller's deadline or 20 s after the start, whichever is
+//!   first (20 s ≈ Mars's 22.5 s worst case, 2 × its 10 s attempt timeout). From
+//!   the second round on, addresses that failed with an error of their own
+//!   ([`ConnectError::Refused`], `Reset`, `Unreachable`, `Other`) are skipped:
+//!   those fail within an RTT, and retrying them would be a busy loop. Timeouts
+//!   (`TimedOut`, `AttemptTimeout`) and abandoned attempts are retried.
+//! - **Losers** still connecting when another attempt wins are all reported as
+//!   [`AttemptResult::Lost`], which carries no verdict: a slower handshake is
+//!   not evidence that an address is bad (Mars's `ETIMEDOUT` for earlier
+//!   losers can ban a good address whose one SYN was lost). The ban module
+//!   decides what, if anything, to record.
+//!
+//! When the overall deadline passes, every attempt in flight is cancelled and
+//! reported as failed with [`ConnectError::AttemptTimeout`], and the race fails
+//! with [`FailReason::Deadline`]. The deadline applies to every profile.
+//!
+//! # Example
+//!
+//! ```
+//! use stn_proto::net::{ConnectError, SocketAddr};
+//! use stn_proto::race::{AttemptResult, Race, RaceAction, RaceConfig};
+//! use stn_proto::time::{Duration, Instant};
+//! use stn_proto::Profile;
+//!
+//! let a: SocketAddr = "10.0.0.1:443".parse().unwrap();
+//! let b: SocketAddr = "10.0.0.2:443".parse().unwrap();
+//! let t0 = Instant::from_secs(100);
+//! let config = RaceConfig::for_profile(Profile::Stn);
+//! // RTT hint 100 ms → stagger clamp(2·100 + 50, 100, 2000) = 250 ms.
+//! let mut race = Race::new(t0, config, vec![a, b], Some(Duration::from_millis(100)), None);
+//!
+//! // The first attempt starts at once.
+//! let first = match race.poll_action() {
+//!     Some(RaceAction::Connect { attempt, addr }) => { assert_eq!(addr, a); attempt }
+//!     other => panic!("{other:?}"),
+//! };
+//! assert_eq!(race.poll_action(), None);
+//! assert_eq!(race.poll_timeout(), Some(t0 + Duration::from_millis(250)));
+//!
+//! // `a` refuses: stn starts the next candidate at once.
+//! let t1 = t0 + Duration::from_millis(40);
+//! race.handle_failed(t1, first, ConnectError::Refused);
+//! assert!(matches!(
+//!     race.poll_action(),
+//!     Some(RaceAction::Report { result: AttemptResult::Failed(ConnectError::Refused), .. })
+//! ));
+//! let second = match race.poll_action() {
+//!     Some(RaceAction::Connect { attempt, addr }) => { assert_eq!(addr, b); attempt }
+//!     other => panic!("{other:?}"),
+//! };
+//!
+//! // `b` connects 60 ms later and wins.
+//! race.handle_connected(t1 + Duration::from_millis(60), second);
+//! assert!(matches!(race.poll_action(), Some(RaceAction::Report { .. })));
+//! assert_eq!(
+//!     race.poll_action(),
+//!     Some(RaceAction::Won { attempt: second, addr: b, connect_time: Duration::from_millis(60) })
+//! );
+//! assert_eq!(race.poll_action(), None);
+//! assert!(race.is_finished());
+//! assert_eq!(race.poll_timeout(), None);
+//! ```
+
+use std::collections::{BTreeSet, VecDeque};
+
+use crate::net::{ConnectError, SocketAddr};
+use crate::profile::Profile;
+use crate::time::{Duration, Instant, MonotonicClock};
+
+#[cfg(test)]
+mod tests;
+
+/// Adapts the stagger between attempt starts to the measured RTT:
+/// `clamp(rtt_factor · rtt + margin, min, max)`.
+///
+/// ```
+/// use stn_proto::race::AdaptiveStagger;
+/// use stn_proto::time::Duration;
+/// let a = AdaptiveStagger::default();
+/// assert_eq!(a.stagger_for(Duration::from_millis(10)), Duration::from_millis(100));
+/// assert_eq!(a.stagger_for(Duration::from_millis(200)), Duration::from_millis(450));
+/// assert_eq!(a.stagger_for(Duration::from_secs(5)), Duration::from_secs(2));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdaptiveStagger {
+    /// Lower bound (RFC 8305 §8: 100 ms recommended, never below 10 ms).
+    pub min: Duration,
+    /// Upper bound (RFC 8305 §8: 2 s).
+    pub max: Duration,
+    /// How many RTTs to wait before starting the next attempt.
+    pub rtt_factor: u32,
+    /// Added to `rtt_factor · rtt` to absorb jitter.
+    pub margin: Duration,
+}
+
+impl Default for AdaptiveStagger {
+    /// stn's choice: `clamp(2·rtt + 50 ms, 100 ms, 2 s)`.
+    fn default() -> Self {
+        AdaptiveStagger {
+            min: Duration::from_millis(100),
+            max: Duration::from_secs(2),
+            rtt_factor: 2,
+            margin: Duration::from_millis(50),
+        }
+    }
+}
+
+impl AdaptiveStagger {
+    /// The stagger for a measured RTT. Monotone in `rtt`, within `min..=max`
+    /// (if `min > max`, `max` wins).
+    pub fn stagger_for(&self, rtt: Duration) -> Duration {
+        let raw = rtt
+            .saturating_mul(self.rtt_factor)
+            .saturating_add(self.margin);
+        raw.max(self.min).min(self.max)
+    }
+}
+
+/// When to give up on an attempt whose SYNs look lost and start a fresh one
+/// (stn only; see the module docs for why).
+///
+/// An attempt is abandoned `max(rtt_factor · rtt, syn_rto + rtt + slack)` after
+/// its start, where `rtt` is the race's RTT hint or `assumed_rtt`.
+///
+/// ```
+/// use stn_proto::race::AbandonPolicy;
+/// use stn_proto::time::Duration;
+/// let p = AbandonPolicy::default();
+/// assert_eq!(p.abandon_after(Some(Duration::from_millis(200))), Duration::from_millis(1300));
+/// assert_eq!(p.abandon_after(Some(Duration::from_millis(800))), Duration::from_millis(2400));
+/// assert_eq!(p.abandon_after(None), Duration::from_millis(1600));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AbandonPolicy {
+    /// Multiple of the RTT after which a handshake is clearly late (3: the
+    /// usual data RTO, srtt + 4·rttvar, is about 3·RTT).
+    pub rtt_factor: u32,
+    /// The OS's initial SYN retransmission timeout (1 s on Linux, RFC 6298).
+    pub syn_rto: Duration,
+    /// Extra wait beyond `syn_rto + rtt` for jitter.
+    pub slack: Duration,
+    /// RTT assumed when the race has no hint.
+    pub assumed_rtt: Duration,
+    /// After this many abandonments in one race, attempts run to their own
+    /// timeout (guards against an RTT hint far below the real RTT).
+    pub max_abandons: u32,
+}
+
+impl Default for AbandonPolicy {
+    /// stn's choice: `max(3·rtt, 1 s + rtt + 100 ms)`, 500 ms assumed RTT, at
+    /// most 6 abandonments per race.
+    fn default() -> Self {
+        AbandonPolicy {
+            rtt_factor: 3,
+            syn_rto: Duration::from_secs(1),
+            slack: Duration::from_millis(100),
+            assumed_rtt: Duration::from_millis(500),
+            max_abandons: 6,
+        }
+    }
+}
+
+impl AbandonPolicy {
+    /// How long after its start an attempt is abandoned, given the RTT hint.
+    pub fn abandon_after(&self, rtt_hint: Option<Duration>) -> Duration {
+        let rtt = rtt_hint.unwrap_or(self.assumed_rtt);
+        let by_rtt = rtt.saturating_mul(self.rtt_factor);
+        let by_syn = self.syn_rto.saturating_add(rtt).saturating_add(self.slack);
+        by_rtt.max(by_syn)
+    }
+}
+
+/// What to report about attempts still connecting when another one wins.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LoserReports {
+    /// Mars: losers started before the winner are reported as failed with
+    /// [`ConnectError::TimedOut`] (`ETIMEDOUT`); later ones are not reported.
+    MarsLowerIndexTimedOut,
+    /// stn: every loser is reported as [`AttemptResult::Lost`] (no verdict).
+    AllLost,
+}
+
+/// Configuration of a [`Race`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RaceConfig {
+    /// Minimum time between two attempt starts (Mars "interval"). Used as is
+    /// when `adaptive_stagger` is `None` or the race has no RTT hint.
+    pub stagger: Duration,
+    /// Minimum time between the last start and the next one when the most
+    /// recent event was a failure (Mars "error_interval").
+    pub error_stagger: Duration,
+    /// Most attempts in flight at once (0 is treated as 1).
+    pub max_in_flight: usize,
+    /// Each attempt's own deadline, from its start (at least 1 ms is used).
+    pub attempt_timeout: Duration,
+    /// Derive the stagger from the RTT hint (stn).
+    pub adaptive_stagger: Option<AdaptiveStagger>,
+    /// Abandon attempts whose SYNs look lost (stn).
+    pub abandon: Option<AbandonPolicy>,
+    /// Passes over the candidate list. `None`: go round until the overall
+    /// deadline; with no deadline at all, one pass. `Some(0)` counts as 1.
+    pub max_rounds: Option<u32>,
+    /// The race gives up this long after its start (and in any case at the
+    /// caller's deadline, whichever is first). `None`: only the caller's.
+    pub overall_timeout: Option<Duration>,
+    /// What to report about losers.
+    pub loser_reports: LoserReports,
+}
+
+impl RaceConfig {
+    /// The constants of a profile:
+    ///
+    /// | | stagger | error stagger | in flight | attempt timeout | rounds | overall |
+    /// |---|---|---|---|---|---|---|
+    /// | `Mars2017` | 4 s | 4 s | 3 | 10 s | 1 | caller's |
+    /// | `Mars` | 2.5 s | 2.5 s | 3 | 10 s | 1 | caller's |
+    /// | `Stn` | adaptive, 250 ms without RTT | 0 | 3 | 10 s | until deadline | 20 s |
+    ///
+    /// `Stn` also abandons attempts whose SYNs look lost ([`AbandonPolicy`]).
+    pub fn for_profile(p: Profile) -> Self {
+        let mars = |interval: Duration| RaceConfig {
+            stagger: interval,
+            error_stagger: interval,
+            max_in_flight: 3,
+            attempt_timeout: Duration::from_secs(10),
+            adaptive_stagger: None,
+            abandon: None,
+            max_rounds: Some(1),
+            overall_timeout: None,
+            loser_reports: LoserReports::MarsLowerIndexTimedOut,
+        };
+        match p {
+            Profile::Mars2017 => mars(Duration::from_secs(4)),
+            Profile::Mars => mars(Duration::from_millis(2500)),
+            Profile::Stn => RaceConfig {
+                stagger: Duration::from_millis(250),
+                error_stagger: Duration::ZERO,
+                max_in_flight: 3,
+                attempt_timeout: Duration::from_secs(10),
+                adaptive_stagger: Some(AdaptiveStagger::default()),
+                abandon: Some(AbandonPolicy::default()),
+                max_rounds: None,
+                overall_timeout: Some(Duration::from_secs(20)),
+                loser_reports: LoserReports::AllLost,
+            },
+        }
+    }
+
+    /// The stagger a race with this RTT hint uses.
+    pub fn stagger_for(&self, rtt_hint: Option<Duration>) -> Duration {
+        match (self.adaptive_stagger, rtt_hint) {
+            (Some(a), Some(rtt)) => a.stagger_for(rtt),
+            _ => self.stagger,
+        }
+    }
+}
+
+impl Default for RaceConfig {
+    fn default() -> Self {
+        RaceConfig::for_profile(Profile::Stn)
+    }
+}
+
+/// Identifies one attempt of a race: its start order, from 0.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct AttemptId(pub u32);
+
+/// How one attempt ended, as reported in [`RaceAction::Report`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptResult {
+    /// It connected (and won).
+    Connected {
+        /// From its start to the connection.
+        connect_time: Duration,
+    },
+    /// It failed: an error from the socket, its own deadline
+    /// ([`ConnectError::AttemptTimeout`]), the race's overall deadline (also
+    /// `AttemptTimeout`), or, under Mars profiles, losing while started before
+    /// the winner ([`ConnectError::TimedOut`]).
+    Failed(ConnectError),
+    /// stn cancelled it because its SYNs looked lost ([`AbandonPolicy`]).
+    Abandoned,
+    /// stn cancelled it because another attempt won (no verdict).
+    Lost,
+}
+
+/// Why a race failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FailReason {
+    /// The candidate list was empty.
+    NoCandidates,
+    /// Every attempt failed and no more may start.
+    Exhausted,
+    /// The overall deadline passed.
+    Deadline,
+}
+
+/// What the caller must do; drain with [`Race::poll_action`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RaceAction {
+    /// Open a non-blocking TCP connection to `addr` for `attempt`.
+    Connect {
+        /// The new attempt.
+        attempt: AttemptId,
+        /// Where to connect.
+        addr: SocketAddr,
+    },
+    /// Close `attempt`'s socket; any later result for it is ignored.
+    Cancel {
+        /// The attempt to close.
+        attempt: AttemptId,
+        /// Its address.
+        addr: SocketAddr,
+    },
+    /// Record how `attempt` ended (for IP history and metrics).
+    Report {
+        /// The attempt.
+        attempt: AttemptId,
+        /// Its address.
+        addr: SocketAddr,
+        /// How it ended.
+        result: AttemptResult,
+    },
+    /// The race is won: use `attempt`'s socket. Emitted exactly once on success.
+    Won {
+        /// The winning attempt.
+        attempt: AttemptId,
+        /// Its address.
+        addr: SocketAddr,
+        /// From its start to the connection.
+        connect_time: Duration,
+    },
+    /// The race failed. Emitted exactly once, when nothing is in flight and no
+    /// attempt may start any more (or the deadline passed).
+    Failed {
+        /// Why.
+        reason: FailReason,
+        /// The most recent attempt error, if any attempt failed.
+        last_error: Option<ConnectError>,
+        /// How many attempts were started.
+        attempts: u32,
+    },
+}
+
+/// Where an attempt stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AttemptState {
+    /// Still connecting.
+    Connecting,
+    /// It connected and won.
+    Connected,
+    /// It failed (socket error, its own or the overall deadline).
+    Failed(ConnectError),
+    /// Cancelled by stn's abandon rule.
+    Abandoned,
+    /// Cancelled because another attempt won.
+    Lost,
+    /// Cancelled by [`Race::cancel`].
+    Cancelled,
+}
+
+/// Per-attempt statistics, from [`Race::attempts`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AttemptStats {
+    /// The attempt.
+    pub id: AttemptId,
+    /// Its address.
+    pub addr: SocketAddr,
+    /// Index of its address in the candidate list.
+    pub candidate: usize,
+    /// Which pass over the candidate list it belongs to (from 0).
+    pub round: u32,
+    /// When it started.
+    pub started: Instant,
+    /// Its own deadline.
+    pub deadline: Instant,
+    /// When it is to be abandoned, if the abandon rule applies.
+    pub abandon_at: Option<Instant>,
+    /// When it ended, if it has.
+    pub ended: Option<Instant>,
+    /// Where it stands.
+    pub state: AttemptState,
+}
+
+/// How a finished race ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RaceOutcome {
+    /// An attempt connected.
+    Won(AttemptId),
+    /// No attempt connected.
+    Failed(FailReason),
+    /// [`Race::cancel`] was called.
+    Cancelled,
+}
+
+/// Connection racing state machine. See the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct Race {
+    config: RaceConfig,
+    candidates: Vec<SocketAddr>,
+    rtt_hint: Option<Duration>,
+    stagger: Duration,
+    deadline: Option<Instant>,
+    max_rounds: u32,
+    clock: MonotonicClock,
+    attempts: Vec<AttemptStats>,
+    /// Position in the (round, candidate) sequence of the next start.
+    cursor: u64,
+    last_start: Option<Instant>,
+    /// The most recent event (start or failure) was a failure.
+    last_event_failed: bool,
+    last_error: Option<ConnectError>,
+    /// Addresses that failed with an error of their own; skipped after round 0.
+    hard_failed: BTreeSet<SocketAddr>,
+    abandons: u32,
+    outcome: Option<RaceOutcome>,
+    actions: VecDeque<RaceAction>,
+}
+
+impl Race {
+    /// Starts a race at `now` over `candidates` (in order; duplicates are
+    /// separate attempts). `rtt_hint` sets the adaptive stagger and the abandon
+    /// time; `deadline` bounds the whole race. The first
+    /// [`RaceAction::Connect`] is queued at once; an empty list queues
+    /// [`RaceAction::Failed`] with [`FailReason::NoCandidates`].
+    pub fn new(
+        now: Instant,
+        config: RaceConfig,
+        candidates: Vec<SocketAddr>,
+        rtt_hint: Option<Duration>,
+        deadline: Option<Instant>,
+    ) -> Self {
+        let own = config.overall_timeout.map(|t| now + t);
+        let deadline = match (deadline, own) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let max_rounds = match config.max_rounds {
+            Some(n) => n.max(1),
+            // Cycling needs a deadline to end; without one, one pass.
+            None if deadline.is_some() => u32::MAX,
+            None => 1,
+        };
+        let mut clock = MonotonicClock::new();
+        clock.observe(now);
+        let mut race = Race {
+            stagger: config.stagger_for(rtt_hint),
+            config,
+            candidates,
+            rtt_hint,
+            deadline,
+            max_rounds,
+            clock,
+            attempts: Vec::new(),
+            cursor: 0,
+            last_start: None,
+            last_event_failed: false,
+            last_error: None,
+            hard_failed: BTreeSet::new(),
+            abandons: 0,
+            outcome: None,
+            actions: VecDeque::new(),
+        };
+        if race.candidates.is_empty() {
+            race.finish_failed(FailReason::NoCandidates);
+        } else {
+            race.drive(now);
+        }
+        race
+    }
+
+    /// The adapter saw `attempt` connect at `now`: it wins, every other attempt
+    /// in flight is cancelled. Ignored for unknown or finished attempts and
+    /// once the race is over.
+    pub fn handle_connected(&mut self, now: Instant, attempt: AttemptId) {
+        let now = self.clock.observe(now);
+        let Some(i) = self.live_index(attempt) else {
+            return;
+        };
+        let connect_time = now - self.attempts[i].started;
+        let addr = self.attempts[i].addr;
+        self.end_attempt(i, now, AttemptState::Connected);
+        self.push_report(i, AttemptResult::Connected { connect_time });
+        for j in 0..self.attempts.len() {
+            if self.attempts[j].state != AttemptState::Connecting {
+                continue;
+            }
+            self.end_attempt(j, now, AttemptState::Lost);
+            self.push_cancel(j);
+            match self.config.loser_reports {
+                LoserReports::AllLost => self.push_report(j, AttemptResult::Lost),
+                LoserReports::MarsLowerIndexTimedOut if j < i => {
+                    self.push_report(j, AttemptResult::Failed(ConnectError::TimedOut));
+                }
+                LoserReports::MarsLowerIndexTimedOut => {}
+            }
+        }
+        self.actions.push_back(RaceAction::Won {
+            attempt,
+            addr,
+            connect_time,
+        });
+        self.outcome = Some(RaceOutcome::Won(attempt));
+    }
+
+    /// The adapter saw `attempt` fail at `now` (its socket is already closed:
+    /// no [`RaceAction::Cancel`] follows). Frees a slot. Ignored for unknown or
+    /// finished attempts and once the race is over.
+    pub fn handle_failed(&mut self, now: Instant, attempt: AttemptId, error: ConnectError) {
+        let now = self.clock.observe(now);
+        let Some(i) = self.live_index(attempt) else {
+            return;
+        };
+        self.end_attempt(i, now, AttemptState::Failed(error));
+        self.push_report(i, AttemptResult::Failed(error));
+        self.note_failure(error);
+        if !matches!(error, ConnectError::TimedOut | ConnectError::AttemptTimeout) {
+            self.hard_failed.insert(self.attempts[i].addr);
+        }
+        self.drive(now);
+    }
+
+    /// Processes every deadline at or before `now`. Idempotent; safe to call
+    /// early.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        self.drive(now);
+    }
+
+    /// Aborts the race: every attempt in flight gets a [`RaceAction::Cancel`]
+    /// (no reports: a cancelled attempt says nothing about its address) and
+    /// the race ends as [`RaceOutcome::Cancelled`] without a `Won`/`Failed`
+    /// action. Ignored once the race is over.
+    pub fn cancel(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if self.outcome.is_some() {
+            return;
+        }
+        for i in 0..self.attempts.len() {
+            if self.attempts[i].state == AttemptState::Connecting {
+                self.end_attempt(i, now, AttemptState::Cancelled);
+                self.push_cancel(i);
+            }
+        }
+        self.outcome = Some(RaceOutcome::Cancelled);
+    }
+
+    /// The next action, if any. Drain until `None` after every input.
+    pub fn poll_action(&mut self) -> Option<RaceAction> {
+        self.actions.pop_front()
+    }
+
+    /// When to call [`Race::handle_timeout`] next; `None` once finished. After
+    /// a drain it is later than the latest `now` given.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.outcome.is_some() {
+            return None;
+        }
+        let mut t = self.deadline.unwrap_or(Instant::MAX);
+        for a in self
+            .attempts
+            .iter()
+            .filter(|a| a.state == AttemptState::Connecting)
+        {
+            t = t.min(a.deadline);
+            if let Some(ab) = a.abandon_at {
+                t = t.min(ab);
+            }
+        }
+        if self.in_flight() < self.max_in_flight() && self.next_candidate().is_some() {
+            t = t.min(self.next_start_at());
+        }
+        (t != Instant::MAX).then_some(t)
+    }
+
+    /// Attempts started so far.
+    pub fn attempts_started(&self) -> u32 {
+        u32::try_from(self.attempts.len()).unwrap_or(u32::MAX)
+    }
+
+    /// Attempts currently connecting.
+    pub fn in_flight(&self) -> usize {
+        self.attempts
+            .iter()
+            .filter(|a| a.state == AttemptState::Connecting)
+            .count()
+    }
+
+    /// Whether the race is over (won, failed or cancelled). Queued actions may
+    /// remain to be drained.
+    pub fn is_finished(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    /// How the race ended, once it has.
+    pub fn outcome(&self) -> Option<RaceOutcome> {
+        self.outcome
+    }
+
+    /// Every attempt started so far, in start order (index = [`AttemptId`]).
+    pub fn attempts(&self) -> &[AttemptStats] {
+        &self.attempts
+    }
+
+    /// One attempt's statistics.
+    pub fn attempt(&self, id: AttemptId) -> Option<&AttemptStats> {
+        self.attempts.get(usize::try_from(id.0).ok()?)
+    }
+
+    /// The stagger this race uses (adapted to the RTT hint under stn).
+    pub fn stagger(&self) -> Duration {
+        self.stagger
+    }
+
+    /// The overall deadline: the caller's or `overall_timeout` after the start,
+    /// whichever is first.
+    pub fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &RaceConfig {
+        &self.config
+    }
+
+    /// The candidate list.
+    pub fn candidates(&self) -> &[SocketAddr] {
+        &self.candidates
+    }
+
+    // ---- the one place where time-driven transitions happen ----
+
+    fn drive(&mut self, now: Instant) {
+        if self.outcome.is_some() {
+            return;
+        }
+        // 1. Attempts past their own deadline fail.
+        for i in 0..self.attempts.len() {
+            let a = &self.attempts[i];
+            if a.state == AttemptState::Connecting && a.deadline <= now {
+                let err = ConnectError::AttemptTimeout;
+                self.end_attempt(i, now, AttemptState::Failed(err));
+                self.push_cancel(i);
+                self.push_report(i, AttemptResult::Failed(err));
+                self.note_failure(err);
+            }
+        }
+        // 2. Abandon attempts whose SYNs look lost, if a fresh one may replace them.
+        for i in 0..self.attempts.len() {
+            let a = &self.attempts[i];
+            if a.state != AttemptState::Connecting || a.abandon_at.is_none_or(|t| t > now) {
+                continue;
+            }
+            let max = self.config.abandon.map_or(0, |p| p.max_abandons);
+            let replaceable =
+                self.deadline.is_none_or(|d| now < d) && self.next_candidate().is_some();
+            if self.abandons >= max || !replaceable {
+                self.attempts[i].abandon_at = None;
+                continue;
+            }
+            self.abandons += 1;
+            self.end_attempt(i, now, AttemptState::Abandoned);
+            self.push_cancel(i);
+            self.push_report(i, AttemptResult::Abandoned);
+            self.last_event_failed = true;
+        }
+        // 3. The overall deadline ends everything.
+        if self.deadline.is_some_and(|d| d <= now) {
+            for i in 0..self.attempts.len() {
+                if self.attempts[i].state == AttemptState::Connecting {
+                    let err = ConnectError::AttemptTimeout;
+                    self.end_attempt(i, now, AttemptState::Failed(err));
+                    self.push_cancel(i);
+                    self.push_report(i, AttemptResult::Failed(err));
+                    self.note_failure(err);
+                }
+            }
+            self.finish_failed(FailReason::Deadline);
+            return;
+        }
+        // 4. Start attempts (bounded: each start fills a slot).
+        while self.in_flight() < self.max_in_flight() && self.next_start_at() <= now {
+            let Some((pos, candidate, round)) = self.next_candidate() else {
+                break;
+            };
+            self.start(now, pos, candidate, round);
+        }
+        // 5. Nothing in flight and nothing left to start: the race failed.
+        if self.in_flight() == 0 && self.next_candidate().is_none() {
+            self.finish_failed(FailReason::Exhausted);
+        }
+    }
+
+    fn start(&mut self, now: Instant, pos: u64, candidate: usize, round: u32) {
+        let id = AttemptId(self.attempts_started());
+        let addr = self.candidates[candidate];
+        let timeout = self.config.attempt_timeout.max(Duration::from_millis(1));
+        let abandon_at = self.config.abandon.and_then(|p| {
+            let after = p.abandon_after(self.rtt_hint);
+            (self.abandons < p.max_abandons && after < timeout).then(|| now + after)
+        });
+        self.attempts.push(AttemptStats {
+            id,
+            addr,
+            candidate,
+            round,
+            started: now,
+            deadline: now + timeout,
+            abandon_at,
+            ended: None,
+            state: AttemptState::Connecting,
+        });
+        self.cursor = pos + 1;
+        self.last_start = Some(now);
+        self.last_event_failed = false;
+        self.actions
+            .push_back(RaceAction::Connect { attempt: id, addr });
+    }
+
+    /// The next (cursor position, candidate index, round) that may start, if
+    /// any: round 0 takes every entry; later rounds skip addresses that failed
+    /// with an error of their own, and stop at `max_rounds`.
+    fn next_candidate(&self) -> Option<(u64, usize, u32)> {
+        let n = self.candidates.len() as u64;
+        if n == 0 {
+            return None;
+        }
+        // At most one full pass past the cursor is needed to find a usable entry.
+        for pos in self.cursor..self.cursor.saturating_add(n) {
+            let round = u32::try_from(pos / n).unwrap_or(u32::MAX);
+            if round >= self.max_rounds {
+                return None;
+            }
+            let idx = usize::try_from(pos % n).unwrap_or(0);
+            if round == 0 || !self.hard_failed.contains(&self.candidates[idx]) {
+                return Some((pos, idx, round));
+            }
+        }
+        None
+    }
+
+    fn next_start_at(&self) -> Instant {
+        match self.last_start {
+            None => Instant::ZERO,
+            Some(t) if self.last_event_failed => t + self.config.error_stagger,
+            Some(t) => t + self.stagger,
+        }
+    }
+
+    fn max_in_flight(&self) -> usize {
+        self.config.max_in_flight.max(1)
+    }
+
+    fn live_index(&self, attempt: AttemptId) -> Option<usize> {
+        if self.outcome.is_some() {
+            return None;
+        }
+        let i = usize::try_from(attempt.0).ok()?;
+        (self.attempts.get(i)?.state == AttemptState::Connecting).then_some(i)
+    }
+
+    fn note_failure(&mut self, error: ConnectError) {
+        self.last_event_failed = true;
+        self.last_error = Some(error);
+    }
+
+    fn end_attempt(&mut self, i: usize, now: Instant, state: AttemptState) {
+        let a = &mut self.attempts[i];
+        a.state = state;
+        a.ended = Some(now);
+        a.abandon_at = None;
+    }
+
+    fn push_cancel(&mut self, i: usize) {
+        let a = &self.attempts[i];
+        self.actions.push_back(RaceAction::Cancel {
+            attempt: a.id,
+            addr: a.addr,
+        });
+    }
+
+    fn push_report(&mut self, i: usize, result: AttemptResult) {
+        let a = &self.attempts[i];
+        self.actions.push_back(RaceAction::Report {
+            attempt: a.id,
+            addr: a.addr,
+            result,
+        });
+    }
+
+    fn finish_failed(&mut self, reason: FailReason) {
+        self.actions.push_back(RaceAction::Failed {
+            reason,
+            last_error: self.last_error,
+            attempts: self.attempts_started(),
+        });
+        self.outcome = Some(RaceOutcome::Failed(reason));
+    }
+}

@@ -1,0 +1,987 @@
+use super::*;
+use crate::net::IpAddr;
+use crate::rng::Rng;
+use std::collections::BTreeMap;
+
+use AttemptResult as R;
+use RaceAction as A;
+
+fn addr(n: u8) -> SocketAddr {
+    SocketAddr::new(IpAddr::from([10, 0, 0, n]), 443)
+}
+
+fn ms(n: u64) -> Instant {
+    Instant::from_millis(n)
+}
+
+fn id(n: u32) -> AttemptId {
+    AttemptId(n)
+}
+
+fn drain(race: &mut Race) -> Vec<RaceAction> {
+    core::iter::from_fn(|| race.poll_action()).collect()
+}
+
+fn connect(n: u32, a: u8) -> RaceAction {
+    A::Connect {
+        attempt: id(n),
+        addr: addr(a),
+    }
+}
+
+fn cancel(n: u32, a: u8) -> RaceAction {
+    A::Cancel {
+        attempt: id(n),
+        addr: addr(a),
+    }
+}
+
+fn report(n: u32, a: u8, result: AttemptResult) -> RaceAction {
+    A::Report {
+        attempt: id(n),
+        addr: addr(a),
+        result,
+    }
+}
+
+fn race(p: Profile, cands: &[u8], rtt: Option<u64>, deadline: Option<u64>) -> Race {
+    Race::new(
+        ms(0),
+        RaceConfig::for_profile(p),
+        cands.iter().map(|&c| addr(c)).collect(),
+        rtt.map(Duration::from_millis),
+        deadline.map(ms),
+    )
+}
+
+/// Drives a race with no socket ever answering (black holes): wakes it at each
+/// `poll_timeout` until it finishes. Returns every action with its time.
+fn run_black_holed(race: &mut Race) -> Vec<(Instant, RaceAction)> {
+    let mut trace: Vec<_> = drain(race).into_iter().map(|a| (ms(0), a)).collect();
+    for _ in 0..10_000 {
+        let Some(t) = race.poll_timeout() else { break };
+        race.handle_timeout(t);
+        trace.extend(drain(race).into_iter().map(|a| (t, a)));
+    }
+    assert!(race.is_finished());
+    trace
+}
+
+fn connect_times(trace: &[(Instant, RaceAction)]) -> Vec<Instant> {
+    trace
+        .iter()
+        .filter(|(_, a)| matches!(a, A::Connect { .. }))
+        .map(|(t, _)| *t)
+        .collect()
+}
+
+fn failed_at(trace: &[(Instant, RaceAction)]) -> Option<(Instant, FailReason)> {
+    trace.iter().find_map(|(t, a)| match a {
+        A::Failed { reason, .. } => Some((*t, *reason)),
+        _ => None,
+    })
+}
+
+// ---------------------------------------------------------------- scripts
+
+#[test]
+fn happy_path() {
+    let mut r = race(Profile::Mars, &[1, 2], None, None);
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    assert_eq!(r.poll_timeout(), Some(ms(2500)));
+    r.handle_connected(ms(80), id(0));
+    let connect_time = Duration::from_millis(80);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(0, 1, R::Connected { connect_time }),
+            A::Won {
+                attempt: id(0),
+                addr: addr(1),
+                connect_time
+            },
+        ]
+    );
+    assert!(r.is_finished());
+    assert_eq!(r.outcome(), Some(RaceOutcome::Won(id(0))));
+    assert_eq!(r.poll_timeout(), None);
+    assert_eq!(r.attempts_started(), 1);
+    assert_eq!(r.in_flight(), 0);
+    assert_eq!(r.attempt(id(0)).unwrap().state, AttemptState::Connected);
+    assert_eq!(r.attempt(id(0)).unwrap().ended, Some(ms(80)));
+}
+
+#[test]
+fn stagger_starts_next_attempt() {
+    let mut r = race(Profile::Mars, &[1, 2, 3], None, None);
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    r.handle_timeout(ms(2499)); // early wake-up: nothing happens
+    assert_eq!(drain(&mut r), vec![]);
+    assert_eq!(r.poll_timeout(), Some(ms(2500)));
+    r.handle_timeout(ms(2500));
+    assert_eq!(drain(&mut r), vec![connect(1, 2)]);
+    r.handle_timeout(ms(2500)); // idempotent
+    assert_eq!(drain(&mut r), vec![]);
+    assert_eq!(r.poll_timeout(), Some(ms(5000)));
+    assert_eq!(r.in_flight(), 2);
+}
+
+#[test]
+fn refused_starts_next_at_once_under_stn() {
+    let mut r = race(Profile::Stn, &[1, 2], None, None);
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    assert_eq!(r.poll_timeout(), Some(ms(250))); // 250 ms stagger without RTT
+    r.handle_failed(ms(30), id(0), ConnectError::Refused);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(0, 1, R::Failed(ConnectError::Refused)),
+            connect(1, 2)
+        ]
+    );
+}
+
+#[test]
+fn refused_waits_for_error_stagger_under_mars() {
+    for (p, stagger) in [(Profile::Mars, 2500), (Profile::Mars2017, 4000)] {
+        let mut r = race(p, &[1, 2], None, None);
+        assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+        r.handle_failed(ms(1000), id(0), ConnectError::Refused);
+        assert_eq!(
+            drain(&mut r),
+            vec![report(0, 1, R::Failed(ConnectError::Refused))]
+        );
+        assert_eq!(r.in_flight(), 0);
+        assert!(!r.is_finished());
+        assert_eq!(r.poll_timeout(), Some(ms(stagger)));
+        r.handle_timeout(ms(stagger));
+        assert_eq!(drain(&mut r), vec![connect(1, 2)]);
+    }
+}
+
+#[test]
+fn per_attempt_timeout() {
+    let mut r = race(Profile::Mars, &[1], None, None);
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    assert_eq!(r.poll_timeout(), Some(ms(10_000)));
+    r.handle_timeout(ms(9_999));
+    assert_eq!(drain(&mut r), vec![]);
+    r.handle_timeout(ms(10_000));
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            cancel(0, 1),
+            report(0, 1, R::Failed(ConnectError::AttemptTimeout)),
+            A::Failed {
+                reason: FailReason::Exhausted,
+                last_error: Some(ConnectError::AttemptTimeout),
+                attempts: 1
+            },
+        ]
+    );
+    assert_eq!(r.poll_timeout(), None);
+    // A late result for the timed-out attempt is ignored.
+    r.handle_connected(ms(10_001), id(0));
+    assert_eq!(drain(&mut r), vec![]);
+}
+
+#[test]
+fn winner_cancels_others_mars_reports_earlier_losers_as_timed_out() {
+    let mut r = race(Profile::Mars, &[1, 2, 3], None, None);
+    r.handle_timeout(ms(2500));
+    r.handle_timeout(ms(5000));
+    assert_eq!(
+        drain(&mut r),
+        vec![connect(0, 1), connect(1, 2), connect(2, 3)]
+    );
+    r.handle_connected(ms(6000), id(1));
+    let connect_time = Duration::from_millis(3500);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(1, 2, R::Connected { connect_time }),
+            cancel(0, 1),
+            report(0, 1, R::Failed(ConnectError::TimedOut)), // lower index: ETIMEDOUT
+            cancel(2, 3),                                    // higher index: not reported
+            A::Won {
+                attempt: id(1),
+                addr: addr(2),
+                connect_time
+            },
+        ]
+    );
+    assert_eq!(r.attempt(id(2)).unwrap().state, AttemptState::Lost);
+}
+
+#[test]
+fn winner_cancels_others_stn_reports_lost() {
+    let mut r = race(Profile::Stn, &[1, 2, 3], Some(100), None); // stagger 250 ms
+    r.handle_timeout(ms(250));
+    r.handle_timeout(ms(500));
+    assert_eq!(
+        drain(&mut r),
+        vec![connect(0, 1), connect(1, 2), connect(2, 3)]
+    );
+    r.handle_connected(ms(600), id(1));
+    let connect_time = Duration::from_millis(350);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(1, 2, R::Connected { connect_time }),
+            cancel(0, 1),
+            report(0, 1, R::Lost),
+            cancel(2, 3),
+            report(2, 3, R::Lost),
+            A::Won {
+                attempt: id(1),
+                addr: addr(2),
+                connect_time
+            },
+        ]
+    );
+}
+
+#[test]
+fn four_identical_candidates_are_separate_attempts() {
+    let mut r = race(Profile::Mars2017, &[7, 7, 7, 7], None, None);
+    let trace = run_black_holed(&mut r);
+    let connects: Vec<_> = trace
+        .iter()
+        .filter(|(_, a)| matches!(a, A::Connect { .. }))
+        .collect();
+    assert_eq!(
+        connects,
+        vec![
+            &(ms(0), connect(0, 7)),
+            &(ms(4000), connect(1, 7)),
+            &(ms(8000), connect(2, 7)),
+            &(ms(12_000), connect(3, 7)),
+        ]
+    );
+    assert_eq!(failed_at(&trace), Some((ms(22_000), FailReason::Exhausted)));
+    assert_eq!(
+        r.attempts().iter().map(|a| a.candidate).collect::<Vec<_>>(),
+        vec![0, 1, 2, 3]
+    );
+}
+
+#[test]
+fn mars_worst_case_five_black_holes() {
+    let mut r = race(Profile::Mars, &[1, 2, 3, 4, 5], None, None);
+    let trace = run_black_holed(&mut r);
+    assert_eq!(
+        connect_times(&trace),
+        vec![ms(0), ms(2500), ms(5000), ms(10_000), ms(12_500)]
+    );
+    assert_eq!(failed_at(&trace), Some((ms(22_500), FailReason::Exhausted)));
+    // At 10 s the first attempt's timeout frees the slot the fourth takes.
+    let at_10: Vec<_> = trace
+        .iter()
+        .filter(|(t, _)| *t == ms(10_000))
+        .map(|(_, a)| *a)
+        .collect();
+    assert_eq!(
+        at_10,
+        vec![
+            cancel(0, 1),
+            report(0, 1, R::Failed(ConnectError::AttemptTimeout)),
+            connect(3, 4)
+        ]
+    );
+}
+
+#[test]
+fn mars2017_worst_case_five_black_holes() {
+    // mars-stn.md: "v1.2 with 4 s: starts 0, 4, 8, 12, 16 → ≈26 s" — the rules
+    // give exactly that; the 3-slot limit never binds.
+    let mut r = race(Profile::Mars2017, &[1, 2, 3, 4, 5], None, None);
+    let trace = run_black_holed(&mut r);
+    assert_eq!(
+        connect_times(&trace),
+        vec![ms(0), ms(4000), ms(8000), ms(12_000), ms(16_000)]
+    );
+    assert_eq!(failed_at(&trace), Some((ms(26_000), FailReason::Exhausted)));
+    assert!(matches!(
+        trace.last().unwrap().1,
+        A::Failed {
+            last_error: Some(ConnectError::AttemptTimeout),
+            attempts: 5,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn stn_abandons_lost_syns_and_refreshes_a_single_address() {
+    // RTT 200 ms: stagger 2·200 + 50 = 450 ms, abandon after max(600, 1000 + 200 + 100) = 1.3 s.
+    let mut r = race(Profile::Stn, &[1], Some(200), None);
+    assert_eq!(r.stagger(), Duration::from_millis(450));
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    assert_eq!(r.attempt(id(0)).unwrap().abandon_at, Some(ms(1300)));
+    assert_eq!(r.poll_timeout(), Some(ms(450)));
+    r.handle_timeout(ms(450));
+    assert_eq!(drain(&mut r), vec![connect(1, 1)]); // round 2 over a 1-address list
+    r.handle_timeout(ms(900));
+    assert_eq!(drain(&mut r), vec![connect(2, 1)]);
+    assert_eq!(r.poll_timeout(), Some(ms(1300))); // 3 in flight: no start until a slot frees
+    r.handle_timeout(ms(1300));
+    assert_eq!(
+        drain(&mut r),
+        vec![cancel(0, 1), report(0, 1, R::Abandoned), connect(3, 1)]
+    );
+    assert_eq!(r.attempt(id(3)).unwrap().round, 3);
+    assert_eq!(r.poll_timeout(), Some(ms(1750)));
+    // The fresh attempt connects: 100 ms after its SYN.
+    r.handle_connected(ms(1400), id(3));
+    let connect_time = Duration::from_millis(100);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(3, 1, R::Connected { connect_time }),
+            cancel(1, 1),
+            report(1, 1, R::Lost),
+            cancel(2, 1),
+            report(2, 1, R::Lost),
+            A::Won {
+                attempt: id(3),
+                addr: addr(1),
+                connect_time
+            },
+        ]
+    );
+}
+
+#[test]
+fn stn_abandon_without_rtt_and_bounded_abandons() {
+    // No RTT: 250 ms stagger, abandon after 1.6 s; a path whose real RTT is far
+    // longer than assumed stops being abandoned after 6 abandonments.
+    let mut r = race(Profile::Stn, &[1, 2], None, None);
+    assert_eq!(r.attempt(id(0)).unwrap().abandon_at, Some(ms(1600)));
+    let trace = run_black_holed(&mut r);
+    let abandons = trace
+        .iter()
+        .filter(|(_, a)| {
+            matches!(
+                a,
+                A::Report {
+                    result: R::Abandoned,
+                    ..
+                }
+            )
+        })
+        .count();
+    assert_eq!(abandons, 6);
+    // Every attempt started after the 6th abandonment runs to its own 10 s timeout.
+    assert!(r
+        .attempts()
+        .iter()
+        .filter(|a| a.state == AttemptState::Abandoned)
+        .all(|a| a.ended == Some(a.started + Duration::from_millis(1600))));
+    // Bounded by the 20 s overall timeout.
+    assert_eq!(failed_at(&trace), Some((ms(20_000), FailReason::Deadline)));
+    assert_eq!(r.deadline(), Some(ms(20_000)));
+    // Each round alternates the two candidates.
+    for a in r.attempts() {
+        assert_eq!(a.addr, addr(1 + (a.id.0 % 2) as u8));
+    }
+}
+
+#[test]
+fn stn_never_abandons_without_a_replacement() {
+    // One pass only: abandoning the last attempt would just throw away its
+    // pending SYN retransmissions, so it runs to its own timeout instead.
+    let config = RaceConfig {
+        max_rounds: Some(1),
+        ..RaceConfig::default()
+    };
+    let mut r = Race::new(
+        ms(0),
+        config,
+        vec![addr(1)],
+        Some(Duration::from_millis(10)),
+        None,
+    );
+    assert_eq!(r.attempt(id(0)).unwrap().abandon_at, Some(ms(1110)));
+    let trace = run_black_holed(&mut r);
+    assert_eq!(
+        trace,
+        vec![
+            (ms(0), connect(0, 1)),
+            (ms(10_000), cancel(0, 1)),
+            (
+                ms(10_000),
+                report(0, 1, R::Failed(ConnectError::AttemptTimeout))
+            ),
+            (
+                ms(10_000),
+                A::Failed {
+                    reason: FailReason::Exhausted,
+                    last_error: Some(ConnectError::AttemptTimeout),
+                    attempts: 1
+                }
+            ),
+        ]
+    );
+}
+
+#[test]
+fn stn_respects_caller_deadline() {
+    let mut r = race(Profile::Stn, &[1], Some(100), Some(3000));
+    let trace = run_black_holed(&mut r);
+    assert_eq!(failed_at(&trace), Some((ms(3000), FailReason::Deadline)));
+    assert!(trace.iter().all(|(t, _)| *t <= ms(3000)));
+    // Everything in flight at the deadline is closed and reported.
+    let at_end: Vec<_> = trace
+        .iter()
+        .filter(|(t, _)| *t == ms(3000))
+        .map(|(_, a)| *a)
+        .collect();
+    let cancels = at_end
+        .iter()
+        .filter(|a| matches!(a, A::Cancel { .. }))
+        .count();
+    assert_eq!(cancels, 3);
+}
+
+#[test]
+fn stn_does_not_retry_refusing_addresses() {
+    // One address that refuses: no busy loop of instant retries.
+    let mut r = race(Profile::Stn, &[1], None, None);
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    r.handle_failed(ms(1), id(0), ConnectError::Refused);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(0, 1, R::Failed(ConnectError::Refused)),
+            A::Failed {
+                reason: FailReason::Exhausted,
+                last_error: Some(ConnectError::Refused),
+                attempts: 1
+            },
+        ]
+    );
+    // Two addresses, one refusing: round 2 only goes to the other one.
+    let mut r = race(Profile::Stn, &[1, 2], Some(10), None);
+    drain(&mut r);
+    r.handle_failed(ms(1), id(0), ConnectError::Refused);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(0, 1, R::Failed(ConnectError::Refused)),
+            connect(1, 2)
+        ]
+    );
+    r.handle_timeout(ms(101));
+    assert_eq!(drain(&mut r), vec![connect(2, 2)]);
+    assert_eq!(r.attempt(id(2)).unwrap().round, 1);
+}
+
+#[test]
+fn adaptive_stagger_follows_rtt_hint_within_bounds() {
+    for (rtt, stagger) in [
+        (1, 100),
+        (25, 100),
+        (100, 250),
+        (300, 650),
+        (975, 2000),
+        (5000, 2000),
+    ] {
+        let mut r = race(Profile::Stn, &[1, 2], Some(rtt), None);
+        assert_eq!(r.stagger(), Duration::from_millis(stagger), "rtt {rtt}");
+        assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+        assert_eq!(r.poll_timeout(), Some(ms(stagger)), "rtt {rtt}");
+    }
+    // Mars profiles ignore the hint.
+    let r = race(Profile::Mars, &[1, 2], Some(10), None);
+    assert_eq!(r.stagger(), Duration::from_millis(2500));
+}
+
+#[test]
+fn cancel_closes_everything_in_flight() {
+    let mut r = race(Profile::Mars, &[1, 2, 3], None, None);
+    r.handle_timeout(ms(2500));
+    drain(&mut r);
+    r.cancel(ms(3000));
+    assert_eq!(drain(&mut r), vec![cancel(0, 1), cancel(1, 2)]);
+    assert!(r.is_finished());
+    assert_eq!(r.outcome(), Some(RaceOutcome::Cancelled));
+    assert_eq!(r.poll_timeout(), None);
+    r.handle_connected(ms(3100), id(1));
+    r.handle_timeout(ms(20_000));
+    r.cancel(ms(20_000));
+    assert_eq!(drain(&mut r), vec![]);
+    assert_eq!(r.attempt(id(0)).unwrap().state, AttemptState::Cancelled);
+}
+
+#[test]
+fn empty_list_fails_at_once() {
+    for p in Profile::ALL {
+        let mut r = race(p, &[], None, None);
+        assert_eq!(
+            drain(&mut r),
+            vec![A::Failed {
+                reason: FailReason::NoCandidates,
+                last_error: None,
+                attempts: 0
+            }]
+        );
+        assert!(r.is_finished());
+        assert_eq!(r.poll_timeout(), None);
+    }
+}
+
+#[test]
+fn unknown_and_finished_ids_are_ignored() {
+    let mut r = race(Profile::Stn, &[1, 2], None, None);
+    drain(&mut r);
+    r.handle_connected(ms(10), id(7));
+    r.handle_failed(ms(10), id(u32::MAX), ConnectError::Reset);
+    assert_eq!(drain(&mut r), vec![]);
+    r.handle_failed(ms(20), id(0), ConnectError::Unreachable);
+    assert_eq!(drain(&mut r).len(), 2); // report + next connect
+    r.handle_failed(ms(30), id(0), ConnectError::Unreachable); // already failed
+    r.handle_connected(ms(30), id(0));
+    assert_eq!(drain(&mut r), vec![]);
+    r.handle_connected(ms(40), id(1));
+    assert_eq!(drain(&mut r).len(), 2); // report + won
+    r.handle_connected(ms(50), id(1));
+    r.handle_failed(ms(50), id(1), ConnectError::Reset);
+    assert_eq!(drain(&mut r), vec![]);
+}
+
+#[test]
+fn time_going_backwards_is_clamped() {
+    let mut r = race(Profile::Mars, &[1, 2], None, None);
+    drain(&mut r);
+    r.handle_timeout(ms(3000));
+    assert_eq!(drain(&mut r), vec![connect(1, 2)]);
+    // An older `now` cannot produce a negative connect time or move time back.
+    r.handle_connected(ms(1000), id(1));
+    let out = drain(&mut r);
+    assert_eq!(
+        out.last(),
+        Some(&A::Won {
+            attempt: id(1),
+            addr: addr(2),
+            connect_time: Duration::ZERO
+        })
+    );
+}
+
+#[test]
+fn deadline_in_the_past_fails_without_attempts() {
+    let mut r = Race::new(
+        ms(5000),
+        RaceConfig::default(),
+        vec![addr(1)],
+        None,
+        Some(ms(4000)),
+    );
+    assert_eq!(
+        drain(&mut r),
+        vec![A::Failed {
+            reason: FailReason::Deadline,
+            last_error: None,
+            attempts: 0
+        }]
+    );
+}
+
+#[test]
+fn degenerate_config_does_not_panic_or_spin() {
+    let config = RaceConfig {
+        stagger: Duration::ZERO,
+        error_stagger: Duration::ZERO,
+        max_in_flight: 0,
+        attempt_timeout: Duration::ZERO,
+        adaptive_stagger: None,
+        abandon: Some(AbandonPolicy {
+            syn_rto: Duration::ZERO,
+            ..AbandonPolicy::default()
+        }),
+        max_rounds: Some(0),
+        overall_timeout: None,
+        loser_reports: LoserReports::AllLost,
+    };
+    let mut r = Race::new(ms(0), config, vec![addr(1), addr(2)], None, None);
+    let trace = run_black_holed(&mut r);
+    assert_eq!(connect_times(&trace), vec![ms(0), ms(1)]);
+    assert_eq!(failed_at(&trace), Some((ms(2), FailReason::Exhausted)));
+}
+
+// ------------------------------------------------------- determinism
+
+/// A pseudo-random input sequence driven by a seed; returns the action trace.
+fn random_trace(seed: u64, profile: Profile) -> Vec<(Instant, RaceAction)> {
+    let mut rng = Rng::new(seed);
+    let n = rng.below(6) as u8;
+    let cands: Vec<SocketAddr> = (0..n).map(|_| addr(rng.below(3) as u8)).collect();
+    let rtt = rng
+        .chance(0.5)
+        .then(|| Duration::from_millis(rng.below(1500)));
+    let mut now = ms(0);
+    let mut r = Race::new(now, RaceConfig::for_profile(profile), cands, rtt, None);
+    let mut trace: Vec<_> = drain(&mut r).into_iter().map(|a| (now, a)).collect();
+    for _ in 0..200 {
+        match rng.below(4) {
+            0 => now += Duration::from_millis(rng.below(3000)),
+            1 => r.handle_connected(now, AttemptId(rng.below(8) as u32)),
+            2 => r.handle_failed(now, AttemptId(rng.below(8) as u32), ConnectError::Refused),
+            _ => {
+                if let Some(t) = r.poll_timeout() {
+                    now = now.max(t);
+                }
+                r.handle_timeout(now);
+            }
+        }
+        trace.extend(drain(&mut r).into_iter().map(|a| (now, a)));
+    }
+    trace
+}
+
+#[test]
+fn same_inputs_same_trace() {
+    for p in Profile::ALL {
+        for seed in 0..50 {
+            let a = random_trace(seed, p);
+            assert_eq!(a, random_trace(seed, p));
+        }
+    }
+}
+
+// ---------------------------------------------------------- quickcheck
+
+quickcheck::quickcheck! {
+    fn adaptive_stagger_monotone_and_bounded(a: u64, b: u64, factor: u8, margin: u32) -> bool {
+        let s = AdaptiveStagger { rtt_factor: u32::from(factor), margin: Duration::from_micros(u64::from(margin)), ..AdaptiveStagger::default() };
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let (x, y) = (s.stagger_for(Duration::from_nanos(lo)), s.stagger_for(Duration::from_nanos(hi)));
+        x <= y && x >= s.min && y <= s.max
+            && RaceConfig::default().stagger_for(Some(Duration::from_nanos(lo))) >= Duration::from_millis(100)
+            && RaceConfig::default().stagger_for(Some(Duration::from_nanos(hi))) <= Duration::from_secs(2)
+    }
+
+    fn abandon_after_monotone_and_at_least_syn_rto(a: u64, b: u64) -> bool {
+        let p = AbandonPolicy::default();
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let (x, y) = (p.abandon_after(Some(Duration::from_nanos(lo))), p.abandon_after(Some(Duration::from_nanos(hi))));
+        x <= y && x > p.syn_rto
+    }
+}
+
+// ------------------------------------------------- proptest state machine
+
+mod model {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[derive(Clone, Debug)]
+    enum Op {
+        Advance(u64),
+        Timeout,
+        Connected(usize),
+        Failed(usize, u8),
+        Stale(u32),
+        Cancel,
+    }
+
+    fn op() -> impl Strategy<Value = Op> {
+        prop_oneof![
+            4 => (0u64..3000).prop_map(Op::Advance),
+            4 => Just(Op::Timeout),
+            1 => any::<usize>().prop_map(Op::Connected),
+            3 => (any::<usize>(), 0u8..6).prop_map(|(i, e)| Op::Failed(i, e)),
+            1 => (0u32..40).prop_map(Op::Stale),
+            1 => Just(Op::Cancel),
+        ]
+    }
+
+    fn error(e: u8) -> ConnectError {
+        [
+            ConnectError::Refused,
+            ConnectError::Reset,
+            ConnectError::TimedOut,
+            ConnectError::Unreachable,
+            ConnectError::AttemptTimeout,
+            ConnectError::Other(5),
+        ][usize::from(e) % 6]
+    }
+
+    /// What the caller can know from the action stream alone.
+    struct Model {
+        profile: Profile,
+        config: RaceConfig,
+        candidates: Vec<SocketAddr>,
+        stagger: Duration,
+        open: BTreeMap<u32, SocketAddr>,
+        /// How each started attempt was closed: 'c' cancel, 'f' adapter failure, 'w' won.
+        closed: BTreeMap<u32, Vec<char>>,
+        connects: u32,
+        last_start: Option<Instant>,
+        last_event_failed: bool,
+        terminal: u32,
+        cancelled: bool,
+    }
+
+    impl Model {
+        fn is_mars(&self) -> bool {
+            self.profile != Profile::Stn
+        }
+
+        fn close(&mut self, attempt: u32, how: char) {
+            assert!(
+                self.open.remove(&attempt).is_some(),
+                "close of non-open attempt {attempt} ({how})"
+            );
+            self.closed.entry(attempt).or_default().push(how);
+        }
+
+        fn gap_ok(&self, now: Instant) -> bool {
+            match self.last_start {
+                None => true,
+                Some(t) if self.last_event_failed => now >= t + self.config.error_stagger,
+                Some(t) => now >= t + self.stagger,
+            }
+        }
+
+        /// Checks and applies the actions produced by one input at `now`.
+        fn absorb(&mut self, now: Instant, actions: &[RaceAction]) {
+            for a in actions {
+                assert_eq!(self.terminal, 0, "action after the end: {a:?}");
+                match *a {
+                    A::Connect { attempt, addr } => {
+                        assert!(!self.cancelled);
+                        assert_eq!(attempt.0, self.connects, "ids are start order");
+                        assert!(self.candidates.contains(&addr));
+                        assert!(self.open.len() < self.config.max_in_flight, "slot limit");
+                        assert!(self.gap_ok(now), "started before its stagger at {now:?}");
+                        if self.is_mars() {
+                            assert_eq!(
+                                addr, self.candidates[attempt.0 as usize],
+                                "Mars: one pass in order"
+                            );
+                        }
+                        self.open.insert(attempt.0, addr);
+                        self.connects += 1;
+                        self.last_start = Some(now);
+                        self.last_event_failed = false;
+                    }
+                    A::Cancel { attempt, addr } => {
+                        assert_eq!(self.open.get(&attempt.0), Some(&addr));
+                        self.close(attempt.0, 'c');
+                    }
+                    A::Report {
+                        attempt, result, ..
+                    } => {
+                        assert!(attempt.0 < self.connects);
+                        match result {
+                            R::Failed(_) | R::Abandoned => self.last_event_failed = true,
+                            R::Connected { .. } | R::Lost => {}
+                        }
+                        if matches!(result, R::Abandoned | R::Lost) {
+                            assert!(
+                                !self.is_mars(),
+                                "Mars profiles never abandon or report Lost"
+                            );
+                        }
+                    }
+                    A::Won { attempt, .. } => {
+                        self.close(attempt.0, 'w');
+                        self.terminal += 1;
+                    }
+                    A::Failed { attempts, .. } => {
+                        assert_eq!(attempts, self.connects);
+                        self.terminal += 1;
+                    }
+                }
+            }
+        }
+
+        /// Invariants after a drain.
+        fn check(&self, now: Instant, race: &Race) {
+            assert_eq!(race.in_flight(), self.open.len());
+            assert!(race.in_flight() <= self.config.max_in_flight);
+            assert_eq!(race.attempts_started(), self.connects);
+            assert!(self.terminal <= 1);
+            assert_eq!(race.is_finished(), self.terminal == 1 || self.cancelled);
+            match race.poll_timeout() {
+                None => assert!(race.is_finished(), "unfinished race without a timer"),
+                Some(t) => assert!(t > now, "poll_timeout {t:?} not after now {now:?}"),
+            }
+            if race.is_finished() {
+                assert!(
+                    self.open.is_empty(),
+                    "finished with open attempts {:?}",
+                    self.open
+                );
+            }
+            // Reference model for Mars: nothing that may start is left waiting.
+            if self.is_mars() && !race.is_finished() && race.deadline().is_none_or(|d| now < d) {
+                let may_start = self.open.len() < self.config.max_in_flight
+                    && (self.connects as usize) < self.candidates.len()
+                    && self.gap_ok(now);
+                assert!(
+                    !may_start,
+                    "Mars: an attempt should have started at {now:?}"
+                );
+                assert!(!self.open.is_empty() || (self.connects as usize) < self.candidates.len());
+            }
+        }
+    }
+
+    fn run(
+        profile: Profile,
+        cands: Vec<u8>,
+        rtt: Option<u64>,
+        deadline: Option<u64>,
+        ops: Vec<Op>,
+    ) {
+        let config = RaceConfig::for_profile(profile);
+        let candidates: Vec<SocketAddr> = cands.iter().map(|&c| addr(c)).collect();
+        let mut now = ms(0);
+        let rtt = rtt.map(Duration::from_millis);
+        let mut race = Race::new(now, config, candidates.clone(), rtt, deadline.map(ms));
+        let mut m = Model {
+            profile,
+            config,
+            candidates,
+            stagger: config.stagger_for(rtt),
+            open: BTreeMap::new(),
+            closed: BTreeMap::new(),
+            connects: 0,
+            last_start: None,
+            last_event_failed: false,
+            terminal: 0,
+            cancelled: false,
+        };
+        let first = drain(&mut race);
+        m.absorb(now, &first);
+        m.check(now, &race);
+
+        let timeout_step = |race: &mut Race, m: &mut Model, now: &mut Instant| {
+            let Some(t) = race.poll_timeout() else { return };
+            *now = (*now).max(t);
+            let before = (
+                race.attempts_started(),
+                race.in_flight(),
+                race.is_finished(),
+            );
+            race.handle_timeout(*now);
+            let out = drain(race);
+            let after = (
+                race.attempts_started(),
+                race.in_flight(),
+                race.is_finished(),
+            );
+            // Progress: the wake-up did something or moved the timer.
+            assert!(!out.is_empty() || before != after || race.poll_timeout() != Some(t));
+            m.absorb(*now, &out);
+            m.check(*now, race);
+        };
+
+        for op in ops {
+            match op {
+                Op::Advance(d) => {
+                    now += Duration::from_millis(d);
+                    race.handle_timeout(now);
+                }
+                Op::Timeout => {
+                    timeout_step(&mut race, &mut m, &mut now);
+                    continue;
+                }
+                Op::Connected(i) | Op::Failed(i, _) if m.open.is_empty() => {
+                    let _ = i;
+                    continue;
+                }
+                Op::Connected(i) => {
+                    let attempt = *m.open.keys().nth(i % m.open.len()).unwrap();
+                    race.handle_connected(now, AttemptId(attempt));
+                    let out = drain(&mut race);
+                    assert!(matches!(
+                        out.first(),
+                        Some(A::Report {
+                            result: R::Connected { .. },
+                            ..
+                        })
+                    ));
+                    assert!(matches!(out.last(), Some(A::Won { .. })));
+                    m.absorb(now, &out);
+                    m.check(now, &race);
+                    continue;
+                }
+                Op::Failed(i, e) => {
+                    let attempt = *m.open.keys().nth(i % m.open.len()).unwrap();
+                    let err = error(e);
+                    race.handle_failed(now, AttemptId(attempt), err);
+                    let out = drain(&mut race);
+                    assert_eq!(
+                        out.first(),
+                        Some(&A::Report {
+                            attempt: AttemptId(attempt),
+                            addr: m.open[&attempt],
+                            result: R::Failed(err)
+                        })
+                    );
+                    m.close(attempt, 'f');
+                    m.absorb(now, &out);
+                    m.check(now, &race);
+                    continue;
+                }
+                Op::Stale(id) => {
+                    if !m.open.contains_key(&id) {
+                        race.handle_connected(now, AttemptId(id));
+                        race.handle_failed(now, AttemptId(id), ConnectError::Reset);
+                    }
+                }
+                Op::Cancel => {
+                    let was_finished = race.is_finished();
+                    race.cancel(now);
+                    if !was_finished {
+                        m.cancelled = true;
+                    }
+                }
+            }
+            let out = drain(&mut race);
+            m.absorb(now, &out);
+            m.check(now, &race);
+        }
+
+        // Run out the clock: every race ends, and every attempt is closed once.
+        for _ in 0..100_000 {
+            if race.is_finished() {
+                break;
+            }
+            timeout_step(&mut race, &mut m, &mut now);
+        }
+        assert!(race.is_finished());
+        assert!(drain(&mut race).is_empty());
+        assert!(m.open.is_empty());
+        assert_eq!(
+            m.closed.len() as u32,
+            m.connects,
+            "every connect is answered or cancelled"
+        );
+        assert!(m.closed.values().all(|v| v.len() == 1));
+        assert_eq!(
+            m.terminal,
+            u32::from(!m.cancelled),
+            "Won or Failed exactly once unless cancelled"
+        );
+        assert!(race.attempts().iter().all(|a| a.ended.is_some()));
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+
+        #[test]
+        fn race_state_machine(
+            profile in prop_oneof![Just(Profile::Mars2017), Just(Profile::Mars), Just(Profile::Stn)],
+            cands in proptest::collection::vec(0u8..4, 0..7),
+            rtt in proptest::option::of(0u64..2500),
+            deadline in proptest::option::of(0u64..40_000),
+            ops in proptest::collection::vec(op(), 0..60),
+        ) {
+            run(profile, cands, rtt, deadline, ops);
+        }
+    }
+}
