@@ -28,6 +28,9 @@
 //! Deadlines are exact: Mars since 2021 notices a timeout only when its
 //! `select` wakes (at most every 10 s), which can stretch its worst case; the
 //! Mars profiles here model the exact-deadline behaviour of v1.2 and earlier.
+//! Not modelled here (they belong to the adapter or the engine): Mars's
+//! per-family IPv4/IPv6 attempt timeouts, the optional noop verification
+//! after connecting, proxy handshakes, and its 30-iteration loop guard.
 //!
 //! With 5 black-holed candidates the rules give (pinned in the tests):
 //! - [`Profile::Mars`] (2.5 s): starts at 0, 2.5, 5, 10, 12.5 s, fails at 22.5 s
@@ -65,10 +68,18 @@
 //!   again (a 1-address list still gets fresh attempts) until its overall
 //!   deadline: the caller's deadline or 20 s after the start, whichever is
 //!   first (20 s ≈ Mars's 22.5 s worst case, 2 × its 10 s attempt timeout). From
-//!   the second round on, addresses that failed with an error of their own
-//!   ([`ConnectError::Refused`], `Reset`, `Unreachable`, `Other`) are skipped:
-//!   those fail within an RTT, and retrying them would be a busy loop. Timeouts
-//!   (`TimedOut`, `AttemptTimeout`) and abandoned attempts are retried.
+//!   the second round on, an address is skipped once any of its attempts failed
+//!   with a socket error ([`Race::handle_failed`], e.g. refused or unreachable):
+//!   those usually fail within an RTT, and retrying them with no stagger would
+//!   be a busy loop. Only addresses whose attempts ran into stn's own timers
+//!   (attempt timeout, abandon) are retried, so every retry of an address costs
+//!   at least `min(abandon time, attempt timeout)` of one of the
+//!   `max_in_flight` slots — the attempt rate is bounded. (An OS `ETIMEDOUT`
+//!   never arrives within a 10 s attempt timeout on Linux; if an adapter
+//!   reports one, it is treated like any other socket error.)
+//!   With a single address the stagger opens a second and third socket to it
+//!   while the first is still connecting; on a healthy path the first connects
+//!   within the stagger (2·RTT + 50 ms) and no second socket is opened.
 //! - **Losers** still connecting when another attempt wins are all reported as
 //!   [`AttemptResult::Lost`], which carries no verdict: a slower handshake is
 //!   not evidence that an address is bad (Mars's `ETIMEDOUT` for earlier
@@ -475,7 +486,7 @@ pub struct Race {
     /// The most recent event (start or failure) was a failure.
     last_event_failed: bool,
     last_error: Option<ConnectError>,
-    /// Addresses that failed with an error of their own; skipped after round 0.
+    /// Addresses with an attempt that failed with a socket error; skipped after round 0.
     hard_failed: BTreeSet<SocketAddr>,
     abandons: u32,
     outcome: Option<RaceOutcome>,
@@ -536,7 +547,9 @@ impl Race {
 
     /// The adapter saw `attempt` connect at `now`: it wins, every other attempt
     /// in flight is cancelled. Ignored for unknown or finished attempts and
-    /// once the race is over.
+    /// once the race is over. A connection reported after the overall deadline
+    /// but before a [`Race::handle_timeout`] noticed it still wins: the socket
+    /// is good and the caller asked for it.
     pub fn handle_connected(&mut self, now: Instant, attempt: AttemptId) {
         let now = self.clock.observe(now);
         let Some(i) = self.live_index(attempt) else {
@@ -579,9 +592,7 @@ impl Race {
         self.end_attempt(i, now, AttemptState::Failed(error));
         self.push_report(i, AttemptResult::Failed(error));
         self.note_failure(error);
-        if !matches!(error, ConnectError::TimedOut | ConnectError::AttemptTimeout) {
-            self.hard_failed.insert(self.attempts[i].addr);
-        }
+        self.hard_failed.insert(self.attempts[i].addr);
         self.drive(now);
     }
 
@@ -784,7 +795,7 @@ impl Race {
 
     /// The next (cursor position, candidate index, round) that may start, if
     /// any: round 0 takes every entry; later rounds skip addresses that failed
-    /// with an error of their own, and stop at `max_rounds`.
+    /// with a socket error, and stop at `max_rounds`.
     fn next_candidate(&self) -> Option<(u64, usize, u32)> {
         let n = self.candidates.len() as u64;
         if n == 0 {

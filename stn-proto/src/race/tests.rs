@@ -160,6 +160,36 @@ fn refused_waits_for_error_stagger_under_mars() {
 }
 
 #[test]
+fn mars_failure_frees_a_slot_but_keeps_the_error_stagger() {
+    let mut r = race(Profile::Mars, &[1, 2, 3, 4, 5], None, None);
+    r.handle_timeout(ms(2500));
+    r.handle_timeout(ms(5000));
+    assert_eq!(drain(&mut r).len(), 3);
+    assert_eq!(r.poll_timeout(), Some(ms(10_000))); // 3 in flight: no start at 7.5 s
+    r.handle_failed(ms(6000), id(1), ConnectError::Reset);
+    assert_eq!(
+        drain(&mut r),
+        vec![report(1, 2, R::Failed(ConnectError::Reset))]
+    );
+    assert_eq!(r.poll_timeout(), Some(ms(7500))); // last start 5 s + error stagger 2.5 s
+    r.handle_timeout(ms(7500));
+    assert_eq!(drain(&mut r), vec![connect(3, 4)]);
+    assert_eq!(r.poll_timeout(), Some(ms(10_000)));
+    // Under stn a failure starts the next attempt at once, before the stagger.
+    let mut r = race(Profile::Stn, &[1, 2, 3], Some(500), None); // stagger 1.05 s
+    r.handle_failed(ms(100), id(0), ConnectError::Reset);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            connect(0, 1),
+            report(0, 1, R::Failed(ConnectError::Reset)),
+            connect(1, 2)
+        ]
+    );
+    assert_eq!(r.poll_timeout(), Some(ms(1150)));
+}
+
+#[test]
 fn per_attempt_timeout() {
     let mut r = race(Profile::Mars, &[1], None, None);
     assert_eq!(drain(&mut r), vec![connect(0, 1)]);
@@ -721,6 +751,14 @@ mod model {
         last_event_failed: bool,
         terminal: u32,
         cancelled: bool,
+        /// Round-robin position of the next start.
+        cursor: u64,
+        /// Start time of every attempt.
+        started: BTreeMap<u32, Instant>,
+        /// Addresses with an attempt the adapter reported failed.
+        hard: std::collections::BTreeSet<SocketAddr>,
+        max_rounds: u32,
+        deadline: Option<Instant>,
     }
 
     impl Model {
@@ -734,6 +772,18 @@ mod model {
                 "close of non-open attempt {attempt} ({how})"
             );
             self.closed.entry(attempt).or_default().push(how);
+        }
+
+        /// The round-robin position the next start must take, if any: every
+        /// entry in round 0, later rounds skip hard-failed addresses.
+        fn expected_next(&self) -> Option<u64> {
+            let n = self.candidates.len() as u64;
+            (self.cursor..self.cursor + n)
+                .find(|&pos| {
+                    let idx = (pos % n) as usize;
+                    pos / n == 0 || !self.hard.contains(&self.candidates[idx])
+                })
+                .filter(|&pos| pos / n < u64::from(self.max_rounds))
         }
 
         fn gap_ok(&self, now: Instant) -> bool {
@@ -755,6 +805,16 @@ mod model {
                         assert!(self.candidates.contains(&addr));
                         assert!(self.open.len() < self.config.max_in_flight, "slot limit");
                         assert!(self.gap_ok(now), "started before its stagger at {now:?}");
+                        let pos = self
+                            .expected_next()
+                            .expect("Connect with no candidate left");
+                        let n = self.candidates.len() as u64;
+                        assert_eq!(
+                            addr,
+                            self.candidates[(pos % n) as usize],
+                            "round-robin order"
+                        );
+                        self.cursor = pos + 1;
                         if self.is_mars() {
                             assert_eq!(
                                 addr, self.candidates[attempt.0 as usize],
@@ -762,6 +822,7 @@ mod model {
                             );
                         }
                         self.open.insert(attempt.0, addr);
+                        self.started.insert(attempt.0, now);
                         self.connects += 1;
                         self.last_start = Some(now);
                         self.last_event_failed = false;
@@ -778,6 +839,12 @@ mod model {
                             R::Failed(_) | R::Abandoned => self.last_event_failed = true,
                             R::Connected { .. } | R::Lost => {}
                         }
+                        if result == R::Abandoned {
+                            assert!(
+                                self.expected_next().is_some(),
+                                "abandoned without a replacement"
+                            );
+                        }
                         if matches!(result, R::Abandoned | R::Lost) {
                             assert!(
                                 !self.is_mars(),
@@ -789,8 +856,19 @@ mod model {
                         self.close(attempt.0, 'w');
                         self.terminal += 1;
                     }
-                    A::Failed { attempts, .. } => {
+                    A::Failed {
+                        attempts, reason, ..
+                    } => {
                         assert_eq!(attempts, self.connects);
+                        match reason {
+                            FailReason::NoCandidates => assert!(self.candidates.is_empty()),
+                            FailReason::Exhausted => {
+                                assert!(self.open.is_empty() && self.expected_next().is_none());
+                            }
+                            FailReason::Deadline => {
+                                assert!(self.deadline.is_some_and(|d| now >= d));
+                            }
+                        }
                         self.terminal += 1;
                     }
                 }
@@ -815,16 +893,35 @@ mod model {
                     self.open
                 );
             }
-            // Reference model for Mars: nothing that may start is left waiting.
-            if self.is_mars() && !race.is_finished() && race.deadline().is_none_or(|d| now < d) {
+            assert_eq!(race.deadline(), self.deadline);
+            // Liveness against the reference model: nothing that may start is
+            // left waiting, and a race with nothing in flight can still start.
+            if !race.is_finished() {
+                assert!(self.deadline.is_none_or(|d| now < d));
                 let may_start = self.open.len() < self.config.max_in_flight
-                    && (self.connects as usize) < self.candidates.len()
+                    && self.expected_next().is_some()
                     && self.gap_ok(now);
-                assert!(
-                    !may_start,
-                    "Mars: an attempt should have started at {now:?}"
-                );
-                assert!(!self.open.is_empty() || (self.connects as usize) < self.candidates.len());
+                assert!(!may_start, "an attempt should have started at {now:?}");
+                assert!(!self.open.is_empty() || self.expected_next().is_some());
+                // The timer is no later than the model's next due event.
+                let t = race.poll_timeout().unwrap_or(Instant::MAX);
+                if self.open.len() < self.config.max_in_flight && self.expected_next().is_some() {
+                    let gap = if self.last_event_failed {
+                        self.config.error_stagger
+                    } else {
+                        self.stagger
+                    };
+                    assert!(
+                        t <= self.last_start.unwrap_or(now) + gap,
+                        "late start timer"
+                    );
+                }
+                for start in self.open.keys().map(|k| self.started[k]) {
+                    assert!(
+                        t <= start + self.config.attempt_timeout,
+                        "late attempt deadline"
+                    );
+                }
             }
         }
     }
@@ -841,6 +938,10 @@ mod model {
         let mut now = ms(0);
         let rtt = rtt.map(Duration::from_millis);
         let mut race = Race::new(now, config, candidates.clone(), rtt, deadline.map(ms));
+        let model_deadline = match (deadline.map(ms), config.overall_timeout.map(|t| ms(0) + t)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let mut m = Model {
             profile,
             config,
@@ -853,6 +954,15 @@ mod model {
             last_event_failed: false,
             terminal: 0,
             cancelled: false,
+            cursor: 0,
+            started: BTreeMap::new(),
+            hard: Default::default(),
+            max_rounds: match config.max_rounds {
+                Some(n) => n.max(1),
+                None if model_deadline.is_some() => u32::MAX,
+                None => 1,
+            },
+            deadline: model_deadline,
         };
         let first = drain(&mut race);
         m.absorb(now, &first);
@@ -922,7 +1032,9 @@ mod model {
                             result: R::Failed(err)
                         })
                     );
+                    let failed_addr = m.open[&attempt];
                     m.close(attempt, 'f');
+                    m.hard.insert(failed_addr);
                     m.absorb(now, &out);
                     m.check(now, &race);
                     continue;
@@ -971,7 +1083,7 @@ mod model {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 300, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
 
         #[test]
         fn race_state_machine(
