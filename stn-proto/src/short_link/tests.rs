@@ -271,6 +271,20 @@ fn race_picks_the_working_candidate_and_closes_the_losers() {
 }
 
 #[test]
+fn abandoned_attempts_are_closed_without_a_report() {
+    // stn abandons an attempt whose SYNs look lost (1.6 s without an RTT
+    // hint) and starts a fresh one at once: no verdict on the address.
+    let mut h = H::start(Profile::Stn, request(&[1, 2, 3, 4]));
+    assert_eq!(h.drain(), vec![connect(1, 1)]);
+    assert_eq!(h.tick(250), vec![connect(2, 2)]);
+    assert_eq!(h.tick(500), vec![connect(3, 3)]);
+    assert_eq!(h.tick(1_600), vec![close(1), connect(4, 4)]);
+    assert!(!h.ex.owns(c(1)));
+    // The abandoned conn's late events are ignored.
+    assert_eq!(h.ev(1_700, 1, ConnEvent::Connected), vec![]);
+}
+
+#[test]
 fn mars_reports_earlier_losers_as_timed_out() {
     // Mars 2.5 s stagger: 1 hangs, 2 starts at 2.5 s and connects.
     let mut h = H::start(Profile::Mars, request(&[1, 2]));
@@ -481,6 +495,36 @@ fn eof_mid_body_is_a_socket_error_without_close() {
     assert_eq!(
         finished(&acts).outcome,
         Err(Error::Socket(SocketError::Reset))
+    );
+}
+
+#[test]
+fn close_delimited_body_only_with_read_until_close() {
+    let reply = b"HTTP/1.1 200 OK\r\nServer: x\r\n\r\nuntil-close";
+    // Mars: EOF before the parser's end is a socket error.
+    let mut h = H::connected_one(Profile::Mars, request(&[1]), 20);
+    assert_eq!(h.recv(30, 1, reply), vec![]);
+    let acts = h.ev(40, 1, ConnEvent::Closed(CloseReason::Eof));
+    assert_eq!(
+        finished(&acts).outcome,
+        Err(Error::Socket(SocketError::ClosedByPeer))
+    );
+    // With the limit's opt-in the close completes it (no Close back: it ended).
+    let mut cfg = ExchangeConfig::for_profile(Profile::Mars);
+    cfg.http.read_until_close = true;
+    let mut h = H::start_cfg(cfg, request(&[1]));
+    assert_eq!(h.drain(), vec![connect(1, 1)]);
+    assert_eq!(
+        h.ev(20, 1, ConnEvent::Connected),
+        vec![ok_connect(1, 20), send(1)]
+    );
+    assert_eq!(h.recv(30, 1, reply), vec![]);
+    let acts = h.ev(40, 1, ConnEvent::Closed(CloseReason::Eof));
+    assert_eq!(acts[0], winner_report(1, 20, None));
+    assert_eq!(acts.len(), 2);
+    assert_eq!(
+        finished(&acts).outcome.as_ref().unwrap().body,
+        &b"until-close"[..]
     );
 }
 
