@@ -89,39 +89,7 @@ mod tests;
 
 use crate::heartbeat::{Heartbeat, HeartbeatAction, IdentifyState};
 pub use crate::heartbeat::{HeartbeatConfig, IdentifyDecision};
-
-/// Per-attempt timeouts of one task (Mars §2.3). All run from the moment the
-/// task's frame is written.
-///
-/// (Defined here until `short_link` lands with the shared definition.)
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ExchangeTimeouts {
-    /// No byte of the response within this → [`TimeoutKind::FirstPacket`].
-    pub first_packet: Duration,
-    /// The whole response not complete within this → [`TimeoutKind::ReadWrite`].
-    pub read_write: Duration,
-    /// After the first byte, no new byte within this → [`TimeoutKind::PacketGap`].
-    pub packet_gap: Duration,
-    /// A long poll: replaces `first_packet` and fails with
-    /// [`TimeoutKind::LongPolling`].
-    pub long_polling: Option<Duration>,
-}
-
-/// What one connection attempt or one established connection says about an
-/// endpoint, for the ban history.
-///
-/// (Defined here until `short_link` lands with the shared definition.)
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EndpointReport {
-    /// The endpoint.
-    pub addr: SocketAddr,
-    /// Whether it worked.
-    pub ok: bool,
-    /// How long the TCP connect took, for a successful connect.
-    pub connect_time: Option<Duration>,
-    /// Why it failed, for a failure.
-    pub error: Option<Error>,
-}
+pub use crate::short_link::{EndpointReport, ExchangeTimeouts};
 
 /// Configuration of a [`LongLink`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -783,13 +751,9 @@ impl LongLink {
                             error: None,
                         },
                         AttemptResult::Failed(error) => connect_failure(addr, error),
-                        // Its SYNs looked lost: weak evidence, but the only
-                        // evidence a black hole ever gives under stn.
-                        AttemptResult::Abandoned => {
-                            connect_failure(addr, ConnectError::AttemptTimeout)
-                        }
-                        // Another attempt was faster: no verdict.
-                        AttemptResult::Lost => continue,
+                        // Cancelled by stn (SYNs looked lost, or another
+                        // attempt was faster): no verdict, as the short link.
+                        AttemptResult::Abandoned | AttemptResult::Lost => continue,
                     };
                     self.events.push_back(LongLinkEvent::Endpoint(report));
                 }
