@@ -1,0 +1,146 @@
+//! The TCP model: segments, per-OS stack parameters, SYN schedules, the RTO
+//! estimator and the connection state machine.
+//!
+//! Modelled: three-way handshake with the OS SYN retransmission schedule and
+//! a Linux server's SYN-ACK retransmissions (and answers to duplicate SYNs);
+//! RST for refused ports; segmenting at the MSS; a fixed send window of
+//! `window_segments` segments (the initial window, 10) that collapses to one
+//! segment after an RTO and grows back by one per acknowledged segment;
+//! cumulative ACKs sent at once for every data segment (no delayed ACK) and
+//! themselves subject to loss; out-of-order buffering with in-order delivery;
+//! RFC 6298 RTT estimation from timestamps (RFC 7323 echo, so retransmitted
+//! segments still give samples, as with Linux's and xnu's default timestamps);
+//! RTO with exponential back-off and a cap, go-back-N after an RTO, fast
+//! retransmit of the first unacknowledged segment on the third duplicate ACK;
+//! FIN close and TIME_WAIT (60 s) for the side that closed first.
+//!
+//! Not modelled: congestion control beyond the above (no slow-start growth
+//! past the initial window, no cwnd halving), receive windows (always open),
+//! SACK, tail-loss probes, delayed ACKs, Nagle, sequence-number wrap and
+//! random ISNs (both sides start at 0), MSS/option negotiation, keep-alives,
+//! FIN_WAIT_2 timeouts, path MTU.
+
+mod conn;
+mod rto;
+mod syn;
+
+pub(crate) use conn::TcpConn;
+pub use rto::{RtoPolicy, RttEstimator};
+pub use syn::{SynSchedule, SYNACK_GIVE_UP, SYNACK_RETRANSMIT_OFFSETS};
+
+use std::net::SocketAddr;
+
+use bytes::Bytes;
+use stn_proto::time::{Duration, Instant};
+
+/// IPv4 + TCP header bytes counted on the wire for every segment (the
+/// timestamp option's 12 bytes are not counted; MSS stays 1460).
+pub const HEADER_BYTES: usize = 40;
+
+/// TCP flag bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Flags(u8);
+
+impl Flags {
+    /// FIN.
+    pub const FIN: Flags = Flags(0x01);
+    /// SYN.
+    pub const SYN: Flags = Flags(0x02);
+    /// RST.
+    pub const RST: Flags = Flags(0x04);
+    /// ACK.
+    pub const ACK: Flags = Flags(0x10);
+
+    /// The raw bits.
+    pub const fn bits(self) -> u8 {
+        self.0
+    }
+
+    /// `true` when every bit of `other` is set.
+    pub const fn contains(self, other: Flags) -> bool {
+        self.0 & other.0 == other.0
+    }
+
+    /// Union.
+    pub const fn with(self, other: Flags) -> Flags {
+        Flags(self.0 | other.0)
+    }
+}
+
+/// One TCP segment in flight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// Sender.
+    pub src: SocketAddr,
+    /// Receiver.
+    pub dst: SocketAddr,
+    /// Flags.
+    pub flags: Flags,
+    /// Sequence number of the first byte (or of the SYN/FIN).
+    pub seq: u64,
+    /// Cumulative acknowledgement (meaningful with `ACK`).
+    pub ack: u64,
+    /// Payload.
+    pub payload: Bytes,
+    /// Timestamp value: the send time.
+    pub ts_val: Instant,
+    /// Timestamp echo: the `ts_val` of the segment being acknowledged.
+    pub ts_ecr: Option<Instant>,
+}
+
+impl Segment {
+    /// Bytes on the wire.
+    pub fn wire_len(&self) -> usize {
+        HEADER_BYTES + self.payload.len()
+    }
+
+    /// `true` when this is a SYN without ACK (a connection request).
+    pub fn is_syn_only(&self) -> bool {
+        self.flags.contains(Flags::SYN) && !self.flags.contains(Flags::ACK)
+    }
+}
+
+/// Per-host TCP parameters: which OS the stack behaves like.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TcpStack {
+    /// SYN retransmissions on connect.
+    pub syn_schedule: SynSchedule,
+    /// Data retransmission timeout rules.
+    pub rto: RtoPolicy,
+    /// Maximum segment size (payload bytes per segment).
+    pub mss: usize,
+    /// Send window in segments (fixed; the initial window).
+    pub window_segments: u32,
+    /// How long the side that closed first stays in TIME_WAIT.
+    pub time_wait: Duration,
+}
+
+impl TcpStack {
+    /// Linux before 6.5 (Android up to android14-6.1 kernels).
+    pub fn linux_classic() -> Self {
+        TcpStack {
+            syn_schedule: SynSchedule::LinuxClassic,
+            rto: RtoPolicy::Linux,
+            mss: 1460,
+            window_segments: 10,
+            time_wait: Duration::from_secs(60),
+        }
+    }
+
+    /// Linux 6.5 and later.
+    pub fn linux_6_5() -> Self {
+        TcpStack { syn_schedule: SynSchedule::Linux65, ..Self::linux_classic() }
+    }
+
+    /// iOS/macOS (xnu).
+    pub fn xnu() -> Self {
+        TcpStack { syn_schedule: SynSchedule::Xnu, rto: RtoPolicy::Xnu, ..Self::linux_classic() }
+    }
+}
+
+impl Default for TcpStack {
+    /// [`TcpStack::linux_classic`].
+    fn default() -> Self {
+        Self::linux_classic()
+    }
+}
