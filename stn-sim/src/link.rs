@@ -122,6 +122,11 @@ impl LinkConditions {
         LinkConditions { delay, ..Self::default() }
     }
 
+    /// The same link losing every packet (an outage).
+    pub fn outage(self) -> Self {
+        LinkConditions { loss: LossModel::OUTAGE, ..self }
+    }
+
     /// Time to serialize `bytes` at this link's bandwidth (zero when unlimited),
     /// rounded up to the nanosecond.
     pub fn serialization(&self, bytes: usize) -> Duration {
