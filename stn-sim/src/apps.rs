@@ -16,7 +16,13 @@ pub struct EchoApp {
 }
 
 impl ServerApp for EchoApp {
-    fn on_data(&mut self, _now: Instant, _conn: ServerConnId, data: &[u8], replies: &mut ServerReplies) {
+    fn on_data(
+        &mut self,
+        _now: Instant,
+        _conn: ServerConnId,
+        data: &[u8],
+        replies: &mut ServerReplies,
+    ) {
         replies.send(self.delay, Bytes::copy_from_slice(data));
     }
 }
@@ -57,7 +63,13 @@ impl FixedResponseApp {
 }
 
 impl ServerApp for FixedResponseApp {
-    fn on_data(&mut self, _now: Instant, conn: ServerConnId, data: &[u8], replies: &mut ServerReplies) {
+    fn on_data(
+        &mut self,
+        _now: Instant,
+        conn: ServerConnId,
+        data: &[u8],
+        replies: &mut ServerReplies,
+    ) {
         let buf = self.pending.entry(conn).or_default();
         buf.extend_from_slice(data);
         match http::message_len(buf) {

@@ -120,7 +120,13 @@ impl ClientCx<'_> {
         if let Some(t) = at {
             if t != Instant::MAX {
                 let generation = self.state.wake_generation;
-                self.net.queue.push(t, NetEvent::ClientWake { client: self.id, generation });
+                self.net.queue.push(
+                    t,
+                    NetEvent::ClientWake {
+                        client: self.id,
+                        generation,
+                    },
+                );
             }
         }
     }

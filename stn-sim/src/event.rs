@@ -64,7 +64,10 @@ impl<E> Default for EventQueue<E> {
 impl<E> EventQueue<E> {
     /// An empty queue.
     pub fn new() -> Self {
-        EventQueue { heap: BinaryHeap::new(), next_seq: 0 }
+        EventQueue {
+            heap: BinaryHeap::new(),
+            next_seq: 0,
+        }
     }
 
     /// Schedules `event` at `at`.
@@ -109,7 +112,10 @@ mod tests {
         let mut first = true;
         while let Some((t, v)) = q.pop() {
             if !first {
-                assert!(t > last.0 || (t == last.0 && v > last.1), "{t:?} {v} after {last:?}");
+                assert!(
+                    t > last.0 || (t == last.0 && v > last.1),
+                    "{t:?} {v} after {last:?}"
+                );
             }
             first = false;
             last = (t, v);

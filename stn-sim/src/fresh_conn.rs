@@ -121,7 +121,13 @@ impl FreshConnClient {
     pub fn new(cfg: FreshConnConfig) -> Self {
         let body: Vec<u8> = (0..cfg.request_body_len).map(|i| (i % 253) as u8).collect();
         let request = Bytes::from(http::post(&cfg.path, &cfg.server.to_string(), &body));
-        FreshConnClient { cfg, request, current: None, calls: Vec::new(), successes: 0 }
+        FreshConnClient {
+            cfg,
+            request,
+            current: None,
+            calls: Vec::new(),
+            successes: 0,
+        }
     }
 
     /// Every finished call, in order.
@@ -147,15 +153,27 @@ impl FreshConnClient {
         let now = cx.now();
         let socket = cx.connect(self.cfg.server);
         let deadline = now + self.cfg.connect_timeout;
-        self.current = Some(Call { started: now, socket, phase: Phase::Connecting, deadline, response: Vec::new() });
+        self.current = Some(Call {
+            started: now,
+            socket,
+            phase: Phase::Connecting,
+            deadline,
+            response: Vec::new(),
+        });
         cx.set_wakeup(Some(deadline));
     }
 
     fn finish(&mut self, cx: &mut ClientCx<'_>, result: Result<(u16, usize), CallError>) {
-        let Some(call) = self.current.take() else { return };
+        let Some(call) = self.current.take() else {
+            return;
+        };
         // The socket may already be gone (failed or reset); nothing to undo then.
         let _ = cx.close(call.socket);
-        let rec = CallRecord { started: call.started, finished: cx.now(), result };
+        let rec = CallRecord {
+            started: call.started,
+            finished: cx.now(),
+            result,
+        };
         let nanos = u64::try_from(rec.duration().as_nanos()).unwrap_or(u64::MAX);
         match result {
             Ok(_) => {
@@ -175,7 +193,9 @@ impl SimClient for FreshConnClient {
     }
 
     fn on_socket_event(&mut self, cx: &mut ClientCx<'_>, socket: SocketId, event: SocketEvent) {
-        let Some(call) = self.current.as_mut() else { return };
+        let Some(call) = self.current.as_mut() else {
+            return;
+        };
         if call.socket != socket {
             return;
         }
@@ -209,7 +229,9 @@ impl SimClient for FreshConnClient {
     }
 
     fn on_wakeup(&mut self, cx: &mut ClientCx<'_>) {
-        let Some(call) = self.current.as_ref() else { return };
+        let Some(call) = self.current.as_ref() else {
+            return;
+        };
         if cx.now() < call.deadline {
             cx.set_wakeup(Some(call.deadline));
             return;

@@ -62,10 +62,23 @@ impl ServerReplies {
 /// itself, since TCP delivers a byte stream).
 pub trait ServerApp {
     /// A connection completed its handshake.
-    fn on_accept(&mut self, _now: Instant, _conn: ServerConnId, _peer: SocketAddr, _replies: &mut ServerReplies) {}
+    fn on_accept(
+        &mut self,
+        _now: Instant,
+        _conn: ServerConnId,
+        _peer: SocketAddr,
+        _replies: &mut ServerReplies,
+    ) {
+    }
 
     /// In-order bytes arrived on `conn`.
-    fn on_data(&mut self, now: Instant, conn: ServerConnId, data: &[u8], replies: &mut ServerReplies);
+    fn on_data(
+        &mut self,
+        now: Instant,
+        conn: ServerConnId,
+        data: &[u8],
+        replies: &mut ServerReplies,
+    );
 
     /// The client closed its side (FIN). The default closes ours too.
     fn on_peer_closed(&mut self, _now: Instant, _conn: ServerConnId, replies: &mut ServerReplies) {
@@ -175,7 +188,15 @@ impl ServerHost {
                 let id = ServerConnId(self.next_conn);
                 self.next_conn += 1;
                 let conn = TcpConn::accept(now, seg.dst, seg, self.stack.clone());
-                self.conns.insert(id, HostConn { port, peer: seg.src, conn, timer: None });
+                self.conns.insert(
+                    id,
+                    HostConn {
+                        port,
+                        peer: seg.src,
+                        conn,
+                        timer: None,
+                    },
+                );
                 self.by_tuple.insert((port, seg.src), id);
                 self.drive(now, id, out);
             }
@@ -185,7 +206,9 @@ impl ServerHost {
     }
 
     pub(crate) fn handle_timer(&mut self, now: Instant, id: ServerConnId, out: &mut HostOutput) {
-        let Some(hc) = self.conns.get_mut(&id) else { return };
+        let Some(hc) = self.conns.get_mut(&id) else {
+            return;
+        };
         if hc.timer != Some(now) {
             return; // superseded
         }
@@ -194,8 +217,16 @@ impl ServerHost {
         self.drive(now, id, out);
     }
 
-    pub(crate) fn handle_action(&mut self, now: Instant, id: ServerConnId, action: ServerAction, out: &mut HostOutput) {
-        let Some(hc) = self.conns.get_mut(&id) else { return };
+    pub(crate) fn handle_action(
+        &mut self,
+        now: Instant,
+        id: ServerConnId,
+        action: ServerAction,
+        out: &mut HostOutput,
+    ) {
+        let Some(hc) = self.conns.get_mut(&id) else {
+            return;
+        };
         match action {
             // A failed write (connection already closing) is dropped, as an
             // application ignoring EPIPE would.
@@ -210,7 +241,9 @@ impl ServerHost {
 
     /// Drains a connection's outputs into `out` and its events into the app.
     fn drive(&mut self, now: Instant, id: ServerConnId, out: &mut HostOutput) {
-        let Some(hc) = self.conns.get_mut(&id) else { return };
+        let Some(hc) = self.conns.get_mut(&id) else {
+            return;
+        };
         while let Some(s) = hc.conn.poll_transmit() {
             out.segments.push(s);
         }
@@ -268,8 +301,22 @@ fn reset_for(now: Instant, seg: &Segment) -> Segment {
     let (flags, seq, ack) = if seg.flags.contains(Flags::ACK) {
         (Flags::RST, seg.ack, 0)
     } else {
-        let syn_fin = u64::from(seg.flags.contains(Flags::SYN)) + u64::from(seg.flags.contains(Flags::FIN));
-        (Flags::RST.with(Flags::ACK), 0, seg.seq + seg.payload.len() as u64 + syn_fin)
+        let syn_fin =
+            u64::from(seg.flags.contains(Flags::SYN)) + u64::from(seg.flags.contains(Flags::FIN));
+        (
+            Flags::RST.with(Flags::ACK),
+            0,
+            seg.seq + seg.payload.len() as u64 + syn_fin,
+        )
     };
-    Segment { src: seg.dst, dst: seg.src, flags, seq, ack, payload: Bytes::new(), ts_val: now, ts_ecr: None }
+    Segment {
+        src: seg.dst,
+        dst: seg.src,
+        flags,
+        seq,
+        ack,
+        payload: Bytes::new(),
+        ts_val: now,
+        ts_ecr: None,
+    }
 }

@@ -49,7 +49,11 @@ pub fn response(status: u16, body: &[u8]) -> Vec<u8> {
 /// means an empty body.
 pub fn message_len(buf: &[u8]) -> Result<Option<usize>, HttpError> {
     let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
-        return if buf.len() > MAX_HEAD { Err(HttpError::HeadTooLarge) } else { Ok(None) };
+        return if buf.len() > MAX_HEAD {
+            Err(HttpError::HeadTooLarge)
+        } else {
+            Ok(None)
+        };
     };
     let head_len = end + 4;
     if head_len > MAX_HEAD {
@@ -63,7 +67,10 @@ pub fn message_len(buf: &[u8]) -> Result<Option<usize>, HttpError> {
             body = value.trim().parse().map_err(|_| HttpError::Malformed)?;
         }
     }
-    head_len.checked_add(body).map(Some).ok_or(HttpError::Malformed)
+    head_len
+        .checked_add(body)
+        .map(Some)
+        .ok_or(HttpError::Malformed)
 }
 
 /// The status code of a response head (`HTTP/1.1 200 ...`).
@@ -87,8 +94,14 @@ mod tests {
         assert_eq!(message_len(&r[..10]), Ok(None));
         assert_eq!(message_len(&r), Ok(Some(r.len())));
         assert_eq!(status(&r), Some(200));
-        assert_eq!(message_len(b"GET / HTTP/1.1\r\nbad\r\n\r\n"), Err(HttpError::Malformed));
-        assert_eq!(message_len(&vec![b'a'; MAX_HEAD + 1]), Err(HttpError::HeadTooLarge));
+        assert_eq!(
+            message_len(b"GET / HTTP/1.1\r\nbad\r\n\r\n"),
+            Err(HttpError::Malformed)
+        );
+        assert_eq!(
+            message_len(&vec![b'a'; MAX_HEAD + 1]),
+            Err(HttpError::HeadTooLarge)
+        );
         assert_eq!(message_len(b"GET / HTTP/1.1\r\n\r\n"), Ok(Some(18)));
     }
 }

@@ -61,7 +61,12 @@ impl GilbertElliott {
         let rate = loss_rate.clamp(0.0, 0.999_999);
         // Stationary P(bad) = p / (p + r) = rate  =>  p = r·rate / (1 − rate).
         let p = (r * rate / (1.0 - rate)).min(1.0);
-        GilbertElliott { p_enter_bad: p, p_leave_bad: r, loss_good: 0.0, loss_bad: 1.0 }
+        GilbertElliott {
+            p_enter_bad: p,
+            p_leave_bad: r,
+            loss_good: 0.0,
+            loss_bad: 1.0,
+        }
     }
 
     /// The long-run loss rate.
@@ -77,7 +82,9 @@ impl GilbertElliott {
 impl LossModel {
     /// Bernoulli loss of `percent` percent.
     pub fn percent(percent: f64) -> Self {
-        LossModel::Bernoulli { p: (percent / 100.0).clamp(0.0, 1.0) }
+        LossModel::Bernoulli {
+            p: (percent / 100.0).clamp(0.0, 1.0),
+        }
     }
 
     /// Every packet lost: an outage.
@@ -119,12 +126,18 @@ impl LinkConditions {
 
     /// A lossless, unlimited link with the given one-way delay.
     pub fn with_delay(delay: Duration) -> Self {
-        LinkConditions { delay, ..Self::default() }
+        LinkConditions {
+            delay,
+            ..Self::default()
+        }
     }
 
     /// The same link losing every packet (an outage).
     pub fn outage(self) -> Self {
-        LinkConditions { loss: LossModel::OUTAGE, ..self }
+        LinkConditions {
+            loss: LossModel::OUTAGE,
+            ..self
+        }
     }
 
     /// Time to serialize `bytes` at this link's bandwidth (zero when unlimited),
@@ -153,7 +166,10 @@ pub struct LinkSchedule {
 impl LinkSchedule {
     /// The same conditions forever.
     pub fn constant(c: LinkConditions) -> Self {
-        LinkSchedule { initial: c, changes: Vec::new() }
+        LinkSchedule {
+            initial: c,
+            changes: Vec::new(),
+        }
     }
 
     /// Adds a change: from `at` on, the conditions are `c`.
@@ -281,7 +297,9 @@ impl Link {
             arrival = if draw >= j {
                 arrival + Duration::from_nanos(draw - j)
             } else {
-                arrival.saturating_sub(Duration::from_nanos(j - draw)).max(finish)
+                arrival
+                    .saturating_sub(Duration::from_nanos(j - draw))
+                    .max(finish)
             };
         }
         arrival = arrival.max(self.last_arrival);
@@ -295,9 +313,17 @@ impl Link {
             LossModel::None => false,
             LossModel::Bernoulli { p } => self.loss_rng.chance(p),
             LossModel::GilbertElliott(ge) => {
-                let p = if self.ge_bad { ge.loss_bad } else { ge.loss_good };
+                let p = if self.ge_bad {
+                    ge.loss_bad
+                } else {
+                    ge.loss_good
+                };
                 let lost = self.loss_rng.chance(p);
-                let flip = if self.ge_bad { ge.p_leave_bad } else { ge.p_enter_bad };
+                let flip = if self.ge_bad {
+                    ge.p_leave_bad
+                } else {
+                    ge.p_enter_bad
+                };
                 if self.loss_rng.chance(flip) {
                     self.ge_bad = !self.ge_bad;
                 }
@@ -312,13 +338,20 @@ mod tests {
     use super::*;
 
     fn link(c: LinkConditions, seed: u64) -> Link {
-        Link::new(LinkSchedule::constant(c), Rng::derive(seed, 1), Rng::derive(seed, 2))
+        Link::new(
+            LinkSchedule::constant(c),
+            Rng::derive(seed, 1),
+            Rng::derive(seed, 2),
+        )
     }
 
     #[test]
     fn delay_only() {
         let mut l = link(LinkConditions::with_delay(Duration::from_millis(30)), 1);
-        assert_eq!(l.offer(Instant::from_secs(1), 100), LinkVerdict::Deliver(Instant::from_millis(1030)));
+        assert_eq!(
+            l.offer(Instant::from_secs(1), 100),
+            LinkVerdict::Deliver(Instant::from_millis(1030))
+        );
     }
 
     #[test]
@@ -331,15 +364,28 @@ mod tests {
         };
         let mut l = link(c, 1);
         let t = Instant::from_secs(1);
-        assert_eq!(l.offer(t, 1250), LinkVerdict::Deliver(Instant::from_millis(1110)));
-        assert_eq!(l.offer(t, 1250), LinkVerdict::Deliver(Instant::from_millis(1120)));
+        assert_eq!(
+            l.offer(t, 1250),
+            LinkVerdict::Deliver(Instant::from_millis(1110))
+        );
+        assert_eq!(
+            l.offer(t, 1250),
+            LinkVerdict::Deliver(Instant::from_millis(1120))
+        );
         // After the queue drains, a packet starts at once again.
-        assert_eq!(l.offer(Instant::from_secs(2), 1250), LinkVerdict::Deliver(Instant::from_millis(2110)));
+        assert_eq!(
+            l.offer(Instant::from_secs(2), 1250),
+            LinkVerdict::Deliver(Instant::from_millis(2110))
+        );
     }
 
     #[test]
     fn drop_tail_when_queue_full() {
-        let c = LinkConditions { bandwidth_bps: Some(8_000), queue_packets: 3, ..LinkConditions::default() };
+        let c = LinkConditions {
+            bandwidth_bps: Some(8_000),
+            queue_packets: 3,
+            ..LinkConditions::default()
+        };
         let mut l = link(c, 1);
         let t = Instant::ZERO;
         for _ in 0..3 {
@@ -347,7 +393,10 @@ mod tests {
         }
         assert_eq!(l.offer(t, 1000), LinkVerdict::QueueFull);
         // 1000 bytes at 8 kbit/s = 1 s each; at t = 1 s one slot is free again.
-        assert!(matches!(l.offer(Instant::from_secs(1), 1000), LinkVerdict::Deliver(_)));
+        assert!(matches!(
+            l.offer(Instant::from_secs(1), 1000),
+            LinkVerdict::Deliver(_)
+        ));
         assert_eq!(l.stats().queue_drops, 1);
     }
 
@@ -365,7 +414,9 @@ mod tests {
         // apart they show the full jitter.
         for i in 0..4000u64 {
             let now = Instant::from_millis(if i < 2000 { i } else { 2000 + (i - 2000) * 200 });
-            let LinkVerdict::Deliver(at) = l.offer(now, 100) else { panic!("no loss configured") };
+            let LinkVerdict::Deliver(at) = l.offer(now, 100) else {
+                panic!("no loss configured")
+            };
             assert!(at >= last, "reordered");
             assert!(at - now <= Duration::from_millis(150));
             let d = duration_nanos_saturating(at - now);
@@ -378,9 +429,17 @@ mod tests {
 
     #[test]
     fn bernoulli_rate_close_to_configured() {
-        let mut l = link(LinkConditions { loss: LossModel::percent(30.0), ..LinkConditions::default() }, 42);
+        let mut l = link(
+            LinkConditions {
+                loss: LossModel::percent(30.0),
+                ..LinkConditions::default()
+            },
+            42,
+        );
         let n = 20_000;
-        let lost = (0..n).filter(|_| l.offer(Instant::ZERO, 100) == LinkVerdict::Lost).count();
+        let lost = (0..n)
+            .filter(|_| l.offer(Instant::ZERO, 100) == LinkVerdict::Lost)
+            .count();
         let rate = lost as f64 / n as f64;
         // 4.5 standard deviations of a binomial(20000, 0.3) is about 0.0146.
         assert!((rate - 0.30).abs() < 0.015, "rate {rate}");
@@ -404,17 +463,33 @@ mod tests {
     fn gilbert_elliott_produces_bursts_at_the_configured_rate() {
         let ge = GilbertElliott::with_rate_and_burst(0.2, 5.0);
         assert!((ge.stationary_loss() - 0.2).abs() < 1e-9);
-        let mut l = link(LinkConditions { loss: LossModel::GilbertElliott(ge), ..LinkConditions::default() }, 7);
+        let mut l = link(
+            LinkConditions {
+                loss: LossModel::GilbertElliott(ge),
+                ..LinkConditions::default()
+            },
+            7,
+        );
         let n = 50_000;
-        let out: Vec<bool> = (0..n).map(|_| l.offer(Instant::ZERO, 100) == LinkVerdict::Lost).collect();
+        let out: Vec<bool> = (0..n)
+            .map(|_| l.offer(Instant::ZERO, 100) == LinkVerdict::Lost)
+            .collect();
         let rate = out.iter().filter(|&&x| x).count() as f64 / n as f64;
         assert!((rate - 0.2).abs() < 0.03, "rate {rate}");
         let ge_burst = mean_burst(&out);
         assert!((ge_burst - 5.0).abs() < 0.8, "mean burst {ge_burst}");
 
         // Bernoulli at the same rate: mean burst 1/(1-0.2) = 1.25.
-        let mut b = link(LinkConditions { loss: LossModel::percent(20.0), ..LinkConditions::default() }, 7);
-        let out: Vec<bool> = (0..n).map(|_| b.offer(Instant::ZERO, 100) == LinkVerdict::Lost).collect();
+        let mut b = link(
+            LinkConditions {
+                loss: LossModel::percent(20.0),
+                ..LinkConditions::default()
+            },
+            7,
+        );
+        let out: Vec<bool> = (0..n)
+            .map(|_| b.offer(Instant::ZERO, 100) == LinkVerdict::Lost)
+            .collect();
         let b_burst = mean_burst(&out);
         assert!((b_burst - 1.25).abs() < 0.1, "bernoulli burst {b_burst}");
         assert!(ge_burst > 3.0 * b_burst);
@@ -422,10 +497,19 @@ mod tests {
 
     #[test]
     fn schedule_changes_apply_from_their_instant() {
-        let s = LinkSchedule::constant(LinkConditions { loss: LossModel::OUTAGE, ..LinkConditions::default() })
-            .then_at(Instant::from_secs(5), LinkConditions::with_delay(Duration::from_millis(10)));
+        let s = LinkSchedule::constant(LinkConditions {
+            loss: LossModel::OUTAGE,
+            ..LinkConditions::default()
+        })
+        .then_at(
+            Instant::from_secs(5),
+            LinkConditions::with_delay(Duration::from_millis(10)),
+        );
         let mut l = Link::new(s, Rng::new(1), Rng::new(2));
         assert_eq!(l.offer(Instant::from_millis(4_999), 10), LinkVerdict::Lost);
-        assert_eq!(l.offer(Instant::from_secs(5), 10), LinkVerdict::Deliver(Instant::from_millis(5_010)));
+        assert_eq!(
+            l.offer(Instant::from_secs(5), 10),
+            LinkVerdict::Deliver(Instant::from_millis(5_010))
+        );
     }
 }

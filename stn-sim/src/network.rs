@@ -27,12 +27,30 @@ const PORT_LAST: u16 = 60999;
 
 #[derive(Debug)]
 pub(crate) enum NetEvent {
-    Arrive { path: IpAddr, dir: Direction, seg: Segment },
-    ClientTimer { socket: SocketId },
-    ServerTimer { host: IpAddr, conn: ServerConnId },
-    ServerAction { host: IpAddr, conn: ServerConnId, action: ServerAction },
-    ClientStart { client: ClientId },
-    ClientWake { client: ClientId, generation: u64 },
+    Arrive {
+        path: IpAddr,
+        dir: Direction,
+        seg: Segment,
+    },
+    ClientTimer {
+        socket: SocketId,
+    },
+    ServerTimer {
+        host: IpAddr,
+        conn: ServerConnId,
+    },
+    ServerAction {
+        host: IpAddr,
+        conn: ServerConnId,
+        action: ServerAction,
+    },
+    ClientStart {
+        client: ClientId,
+    },
+    ClientWake {
+        client: ClientId,
+        generation: u64,
+    },
 }
 
 #[derive(Debug)]
@@ -95,10 +113,23 @@ impl Network {
     /// Adds (or replaces) the host at `ip` and the path to it. Each path's
     /// random streams depend only on the root seed and the host address, so
     /// adding another host does not change this one's loss pattern.
-    pub(crate) fn add_host(&mut self, ip: IpAddr, path: PathSchedule, stack: TcpStack) -> &mut ServerHost {
+    pub(crate) fn add_host(
+        &mut self,
+        ip: IpAddr,
+        path: PathSchedule,
+        stack: TcpStack,
+    ) -> &mut ServerHost {
         let base = STREAM_LINK ^ (ip_key(ip) << 2);
-        let up = Link::new(path.up, Rng::derive(self.seed, base), Rng::derive(self.seed, base | 1));
-        let down = Link::new(path.down, Rng::derive(self.seed, base | 2), Rng::derive(self.seed, base | 3));
+        let up = Link::new(
+            path.up,
+            Rng::derive(self.seed, base),
+            Rng::derive(self.seed, base | 1),
+        );
+        let down = Link::new(
+            path.down,
+            Rng::derive(self.seed, base | 2),
+            Rng::derive(self.seed, base | 3),
+        );
         self.paths.insert(ip, Path { up, down });
         let host = ServerHost::new(ip, stack);
         match self.hosts.entry(ip) {
@@ -124,14 +155,28 @@ impl Network {
 
     // ---- client socket operations -------------------------------------
 
-    pub(crate) fn connect(&mut self, owner: ClientId, remote: SocketAddr, stack: &TcpStack) -> SocketId {
+    pub(crate) fn connect(
+        &mut self,
+        owner: ClientId,
+        remote: SocketAddr,
+        stack: &TcpStack,
+    ) -> SocketId {
         let port = self.allocate_port(remote);
         let id = SocketId(self.next_socket);
         self.next_socket += 1;
         let local = SocketAddr::new(self.client_ip, port);
         let conn = TcpConn::connect(self.now, local, remote, stack.clone());
         self.by_tuple.insert((port, remote), id);
-        self.sockets.insert(id, ClientSock { owner, conn, key: (port, remote), released: false, timer: None });
+        self.sockets.insert(
+            id,
+            ClientSock {
+                owner,
+                conn,
+                key: (port, remote),
+                released: false,
+                timer: None,
+            },
+        );
         self.drive_socket(id);
         id
     }
@@ -157,7 +202,12 @@ impl Network {
         }
     }
 
-    pub(crate) fn send(&mut self, owner: ClientId, id: SocketId, data: &[u8]) -> Result<(), SocketError> {
+    pub(crate) fn send(
+        &mut self,
+        owner: ClientId,
+        id: SocketId,
+        data: &[u8],
+    ) -> Result<(), SocketError> {
         let now = self.now;
         self.owned(owner, id)?.conn.send(now, data)?;
         self.drive_socket(id);
@@ -185,7 +235,9 @@ impl Network {
     /// Drains a client connection: segments to the wire, events to the
     /// pending queue, timer to the event queue; forgets it once closed.
     fn drive_socket(&mut self, id: SocketId) {
-        let Some(s) = self.sockets.get_mut(&id) else { return };
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
         let mut out = Vec::new();
         while let Some(seg) = s.conn.poll_transmit() {
             out.push(seg);
@@ -231,9 +283,19 @@ impl Network {
             Direction::Down => &mut path.down,
         };
         match link.offer(self.now, seg.wire_len()) {
-            LinkVerdict::Deliver(at) => self.queue.push(at, NetEvent::Arrive { path: path_ip, dir, seg }),
+            LinkVerdict::Deliver(at) => self.queue.push(
+                at,
+                NetEvent::Arrive {
+                    path: path_ip,
+                    dir,
+                    seg,
+                },
+            ),
             LinkVerdict::Lost => self.trace.dropped(self.now, dir, DropReason::Loss, &seg),
-            LinkVerdict::QueueFull => self.trace.dropped(self.now, dir, DropReason::QueueFull, &seg),
+            LinkVerdict::QueueFull => {
+                self.trace
+                    .dropped(self.now, dir, DropReason::QueueFull, &seg)
+            }
         }
     }
 
@@ -242,7 +304,8 @@ impl Network {
             self.queue.push(t, NetEvent::ServerTimer { host, conn });
         }
         for (t, conn, action) in out.actions {
-            self.queue.push(t, NetEvent::ServerAction { host, conn, action });
+            self.queue
+                .push(t, NetEvent::ServerAction { host, conn, action });
         }
         for seg in out.segments {
             self.transmit(Direction::Down, seg);
@@ -269,7 +332,9 @@ impl Network {
                         if seg.dst.ip() != self.client_ip {
                             return;
                         }
-                        let Some(&id) = self.by_tuple.get(&(seg.dst.port(), seg.src)) else { return };
+                        let Some(&id) = self.by_tuple.get(&(seg.dst.port(), seg.src)) else {
+                            return;
+                        };
                         if let Some(s) = self.sockets.get_mut(&id) {
                             s.conn.handle_segment(now, &seg);
                         }
@@ -278,7 +343,9 @@ impl Network {
                 }
             }
             NetEvent::ClientTimer { socket } => {
-                let Some(s) = self.sockets.get_mut(&socket) else { return };
+                let Some(s) = self.sockets.get_mut(&socket) else {
+                    return;
+                };
                 if s.timer != Some(now) {
                     return; // superseded
                 }

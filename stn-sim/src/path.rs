@@ -67,7 +67,10 @@ pub struct PathSchedule {
 impl PathSchedule {
     /// The same conditions forever.
     pub fn constant(c: PathConditions) -> Self {
-        PathSchedule { up: LinkSchedule::constant(c.up), down: LinkSchedule::constant(c.down) }
+        PathSchedule {
+            up: LinkSchedule::constant(c.up),
+            down: LinkSchedule::constant(c.down),
+        }
     }
 
     /// From `at` on, both directions follow `c`.

@@ -47,7 +47,9 @@ impl Preset {
                 down: shaped(240_000, 400, LossModel::None),
                 up: shaped(200_000, 440, LossModel::None),
             },
-            Preset::VeryBadNetwork => PathConditions::symmetric(shaped(1_000_000, 500, LossModel::percent(10.0))),
+            Preset::VeryBadNetwork => {
+                PathConditions::symmetric(shaped(1_000_000, 500, LossModel::percent(10.0)))
+            }
             Preset::FullLoss => PathConditions::symmetric(LinkConditions {
                 loss: LossModel::OUTAGE,
                 ..LinkConditions::default()
@@ -89,7 +91,10 @@ mod tests {
     fn preset_values() {
         let g3 = Preset::ThreeG.conditions();
         assert_eq!(g3.base_rtt(), Duration::from_millis(200));
-        assert_eq!((g3.down.bandwidth_bps, g3.up.bandwidth_bps), (Some(780_000), Some(330_000)));
+        assert_eq!(
+            (g3.down.bandwidth_bps, g3.up.bandwidth_bps),
+            (Some(780_000), Some(330_000))
+        );
         let edge = Preset::Edge.conditions();
         assert_eq!(edge.base_rtt(), Duration::from_millis(840));
         assert_eq!(edge.up.delay, Duration::from_millis(440));

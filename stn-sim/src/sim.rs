@@ -70,7 +70,10 @@ impl<C: SimClient> Simulation<C> {
     /// An empty simulation at time zero; every random stream derives from
     /// `seed`.
     pub fn new(seed: u64) -> Self {
-        Simulation { net: Network::new(seed, Self::CLIENT_IP), slots: Vec::new() }
+        Simulation {
+            net: Network::new(seed, Self::CLIENT_IP),
+            slots: Vec::new(),
+        }
     }
 
     /// Keeps only the trace hash, not the events (for long runs).
@@ -91,19 +94,31 @@ impl<C: SimClient> Simulation<C> {
     }
 
     /// [`Simulation::add_host`] with an explicit stack and a bare IP.
-    pub fn add_host_with_stack(&mut self, ip: IpAddr, path: PathSchedule, stack: TcpStack) -> &mut ServerHost {
+    pub fn add_host_with_stack(
+        &mut self,
+        ip: IpAddr,
+        path: PathSchedule,
+        stack: TcpStack,
+    ) -> &mut ServerHost {
         self.net.add_host(ip, path, stack)
     }
 
     /// Sets how the port of `addr` treats connection attempts.
     pub fn set_port(&mut self, addr: SocketAddr, mode: PortMode) -> Result<(), SimError> {
-        let host = self.net.host_mut(addr.ip()).ok_or(SimError::UnknownHost(addr.ip()))?;
+        let host = self
+            .net
+            .host_mut(addr.ip())
+            .ok_or(SimError::UnknownHost(addr.ip()))?;
         host.set_port(addr.port(), mode);
         Ok(())
     }
 
     /// Shorthand for `set_port(addr, PortMode::Listen(Box::new(app)))`.
-    pub fn listen(&mut self, addr: SocketAddr, app: impl ServerApp + 'static) -> Result<(), SimError> {
+    pub fn listen(
+        &mut self,
+        addr: SocketAddr,
+        app: impl ServerApp + 'static,
+    ) -> Result<(), SimError> {
         self.set_port(addr, PortMode::Listen(Box::new(app)))
     }
 
@@ -122,9 +137,19 @@ impl<C: SimClient> Simulation<C> {
     pub fn add_client(&mut self, client: C, stack: TcpStack) -> ClientId {
         let id = ClientId(u32::try_from(self.slots.len()).unwrap_or(u32::MAX));
         let rng = Rng::derive(self.net.seed(), STREAM_CLIENT | u64::from(id.0));
-        self.slots.push(Slot { client, state: ClientState { rng, stack, wake_at: None, wake_generation: 0 } });
+        self.slots.push(Slot {
+            client,
+            state: ClientState {
+                rng,
+                stack,
+                wake_at: None,
+                wake_generation: 0,
+            },
+        });
         let now = self.net.now;
-        self.net.queue.push(now, NetEvent::ClientStart { client: id });
+        self.net
+            .queue
+            .push(now, NetEvent::ClientStart { client: id });
         id
     }
 
@@ -180,12 +205,16 @@ impl<C: SimClient> Simulation<C> {
                 }
                 Some(_) => {}
             }
-            let Some((t, ev)) = self.net.queue.pop() else { return RunOutcome::Idle };
+            let Some((t, ev)) = self.net.queue.pop() else {
+                return RunOutcome::Idle;
+            };
             self.net.now = t;
             match ev {
                 NetEvent::ClientStart { client } => self.with_client(client, |c, cx| c.start(cx)),
                 NetEvent::ClientWake { client, generation } => {
-                    let Some(slot) = self.slots.get_mut(client.0 as usize) else { continue };
+                    let Some(slot) = self.slots.get_mut(client.0 as usize) else {
+                        continue;
+                    };
                     if slot.state.wake_generation != generation || slot.state.wake_at != Some(t) {
                         continue; // superseded
                     }
@@ -207,8 +236,14 @@ impl<C: SimClient> Simulation<C> {
     }
 
     fn with_client(&mut self, id: ClientId, f: impl FnOnce(&mut C, &mut ClientCx<'_>)) {
-        let Some(slot) = self.slots.get_mut(id.0 as usize) else { return };
-        let mut cx = ClientCx { id, net: &mut self.net, state: &mut slot.state };
+        let Some(slot) = self.slots.get_mut(id.0 as usize) else {
+            return;
+        };
+        let mut cx = ClientCx {
+            id,
+            net: &mut self.net,
+            state: &mut slot.state,
+        };
         f(&mut slot.client, &mut cx);
     }
 }

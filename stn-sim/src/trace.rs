@@ -187,7 +187,12 @@ impl Trace {
     /// An empty trace; `keep_events = false` keeps only the hash and count
     /// (for long benchmark runs).
     pub fn new(keep_events: bool) -> Self {
-        Trace { hash: Fnv64::new(), len: 0, keep: keep_events, events: Vec::new() }
+        Trace {
+            hash: Fnv64::new(),
+            len: 0,
+            keep: keep_events,
+            events: Vec::new(),
+        }
     }
 
     /// The hash of everything recorded so far.
@@ -222,7 +227,13 @@ impl Trace {
     }
 
     /// Records a packet that was dropped.
-    pub(crate) fn dropped(&mut self, at: Instant, dir: Direction, reason: DropReason, seg: &Segment) {
+    pub(crate) fn dropped(
+        &mut self,
+        at: Instant,
+        dir: Direction,
+        reason: DropReason,
+        seg: &Segment,
+    ) {
         let packet = PacketRecord::of(seg);
         self.hash.write_u8(2);
         self.hash.write_u64(at.as_nanos());
@@ -230,17 +241,33 @@ impl Trace {
         self.hash.write_u8(reason as u8);
         hash_packet(&mut self.hash, &packet);
         self.hash.write(&seg.payload);
-        self.push(TraceEvent::Dropped { at, dir, reason, packet });
+        self.push(TraceEvent::Dropped {
+            at,
+            dir,
+            reason,
+            packet,
+        });
     }
 
     /// Records a socket event handed to a client.
-    pub(crate) fn socket(&mut self, at: Instant, client: ClientId, socket: SocketId, event: &SocketEvent) {
+    pub(crate) fn socket(
+        &mut self,
+        at: Instant,
+        client: ClientId,
+        socket: SocketId,
+        event: &SocketEvent,
+    ) {
         self.hash.write_u8(3);
         self.hash.write_u64(at.as_nanos());
         self.hash.write_u64(u64::from(client.0));
         self.hash.write_u64(socket.0);
         event.hash_into(&mut self.hash);
-        self.push(TraceEvent::Socket { at, client, socket, event: event.clone() });
+        self.push(TraceEvent::Socket {
+            at,
+            client,
+            socket,
+            event: event.clone(),
+        });
     }
 
     /// Records a client note.
@@ -251,7 +278,12 @@ impl Trace {
         self.hash.write_u64(label.len() as u64);
         self.hash.write(label.as_bytes());
         self.hash.write_u64(value);
-        self.push(TraceEvent::Note { at, client, label, value });
+        self.push(TraceEvent::Note {
+            at,
+            client,
+            label,
+            value,
+        });
     }
 
     fn push(&mut self, e: TraceEvent) {

@@ -16,14 +16,22 @@ use crate::socket::{SocketError, SocketEvent};
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
     /// Client: SYNs going out on the OS schedule.
-    SynSent { start: Instant, syns_sent: usize },
+    SynSent {
+        start: Instant,
+        syns_sent: usize,
+    },
     /// Server: SYN-ACK sent, retransmitted on the Linux schedule.
-    SynReceived { first_syn: Instant, synack_retx: usize },
+    SynReceived {
+        first_syn: Instant,
+        synack_retx: usize,
+    },
     /// Data may flow; also covers FIN_WAIT, CLOSE_WAIT and LAST_ACK, which are
     /// tracked by `fin_seq` / `fin_received`.
     Established,
     /// Closed first and both FINs are done: re-acknowledge late FINs.
-    TimeWait { until: Instant },
+    TimeWait {
+        until: Instant,
+    },
     Closed,
 }
 
@@ -92,15 +100,36 @@ impl TcpConn {
     }
 
     /// Client side: starts a connection attempt and sends the first SYN.
-    pub(crate) fn connect(now: Instant, local: SocketAddr, remote: SocketAddr, stack: TcpStack) -> Self {
-        let mut c = Self::blank(local, remote, stack, State::SynSent { start: now, syns_sent: 0 });
+    pub(crate) fn connect(
+        now: Instant,
+        local: SocketAddr,
+        remote: SocketAddr,
+        stack: TcpStack,
+    ) -> Self {
+        let mut c = Self::blank(
+            local,
+            remote,
+            stack,
+            State::SynSent {
+                start: now,
+                syns_sent: 0,
+            },
+        );
         c.send_syn(now);
         c
     }
 
     /// Server side: answers a SYN with a SYN-ACK.
     pub(crate) fn accept(now: Instant, local: SocketAddr, syn: &Segment, stack: TcpStack) -> Self {
-        let mut c = Self::blank(local, syn.src, stack, State::SynReceived { first_syn: now, synack_retx: 0 });
+        let mut c = Self::blank(
+            local,
+            syn.src,
+            stack,
+            State::SynReceived {
+                first_syn: now,
+                synack_retx: 0,
+            },
+        );
         c.rcv_nxt = syn.seq + 1;
         c.ts_recent = Some(syn.ts_val);
         c.snd_nxt = 1;
@@ -129,12 +158,23 @@ impl TcpConn {
         match self.state {
             State::SynSent { start, syns_sent } => {
                 let give_up = self.stack.syn_schedule.give_up();
-                let next = self.stack.syn_schedule.syn_offset(syns_sent).map_or(give_up, |o| o.min(give_up));
+                let next = self
+                    .stack
+                    .syn_schedule
+                    .syn_offset(syns_sent)
+                    .map_or(give_up, |o| o.min(give_up));
                 Some(start + next)
             }
-            State::SynReceived { first_syn, synack_retx } => {
-                Some(first_syn + SYNACK_RETRANSMIT_OFFSETS.get(synack_retx).copied().unwrap_or(SYNACK_GIVE_UP))
-            }
+            State::SynReceived {
+                first_syn,
+                synack_retx,
+            } => Some(
+                first_syn
+                    + SYNACK_RETRANSMIT_OFFSETS
+                        .get(synack_retx)
+                        .copied()
+                        .unwrap_or(SYNACK_GIVE_UP),
+            ),
             State::Established => self.rto_at,
             State::TimeWait { until } => Some(until),
             State::Closed => None,
@@ -153,14 +193,21 @@ impl TcpConn {
                 match self.stack.syn_schedule.syn_offset(syns_sent) {
                     Some(o) if o < give_up && start + o <= now => self.send_syn(now),
                     _ => {
-                        self.events.push_back(SocketEvent::ConnectFailed(ConnectError::TimedOut));
+                        self.events
+                            .push_back(SocketEvent::ConnectFailed(ConnectError::TimedOut));
                         self.state = State::Closed;
                     }
                 }
             }
-            State::SynReceived { first_syn, synack_retx } => {
+            State::SynReceived {
+                first_syn,
+                synack_retx,
+            } => {
                 if synack_retx < SYNACK_RETRANSMIT_OFFSETS.len() {
-                    self.state = State::SynReceived { first_syn, synack_retx: synack_retx + 1 };
+                    self.state = State::SynReceived {
+                        first_syn,
+                        synack_retx: synack_retx + 1,
+                    };
                     self.send_synack(now);
                 } else {
                     self.state = State::Closed;
@@ -176,7 +223,9 @@ impl TcpConn {
     /// established).
     pub(crate) fn send(&mut self, now: Instant, data: &[u8]) -> Result<(), SocketError> {
         match self.state {
-            State::SynSent { .. } | State::SynReceived { .. } | State::Established if self.fin_seq.is_none() => {
+            State::SynSent { .. } | State::SynReceived { .. } | State::Established
+                if self.fin_seq.is_none() =>
+            {
                 self.buf.extend_from_slice(data);
                 self.fill(now);
                 Ok(())
@@ -203,7 +252,12 @@ impl TcpConn {
     /// Abortive close: RST if established, then gone.
     pub(crate) fn abort(&mut self, now: Instant) {
         if self.state == State::Established {
-            self.out.push_back(self.segment(now, Flags::RST.with(Flags::ACK), self.snd_nxt, Bytes::new()));
+            self.out.push_back(self.segment(
+                now,
+                Flags::RST.with(Flags::ACK),
+                self.snd_nxt,
+                Bytes::new(),
+            ));
         }
         self.state = State::Closed;
     }
@@ -213,7 +267,8 @@ impl TcpConn {
         if seg.flags.contains(Flags::RST) {
             match self.state {
                 State::SynSent { .. } => {
-                    self.events.push_back(SocketEvent::ConnectFailed(ConnectError::Refused));
+                    self.events
+                        .push_back(SocketEvent::ConnectFailed(ConnectError::Refused));
                 }
                 State::Established => self.events.push_back(SocketEvent::Reset),
                 _ => {}
@@ -292,7 +347,10 @@ impl TcpConn {
 
     fn send_syn(&mut self, now: Instant) {
         if let State::SynSent { start, syns_sent } = self.state {
-            self.state = State::SynSent { start, syns_sent: syns_sent + 1 };
+            self.state = State::SynSent {
+                start,
+                syns_sent: syns_sent + 1,
+            };
         }
         let mut s = self.segment(now, Flags::SYN, 0, Bytes::new());
         s.ack = 0;
@@ -301,11 +359,13 @@ impl TcpConn {
     }
 
     fn send_synack(&mut self, now: Instant) {
-        self.out.push_back(self.segment(now, Flags::SYN.with(Flags::ACK), 0, Bytes::new()));
+        self.out
+            .push_back(self.segment(now, Flags::SYN.with(Flags::ACK), 0, Bytes::new()));
     }
 
     fn send_ack(&mut self, now: Instant) {
-        self.out.push_back(self.segment(now, Flags::ACK, self.snd_nxt, Bytes::new()));
+        self.out
+            .push_back(self.segment(now, Flags::ACK, self.snd_nxt, Bytes::new()));
     }
 
     fn data_end(&self) -> u64 {
@@ -340,10 +400,16 @@ impl TcpConn {
                     flags = flags.with(Flags::FIN);
                     consumed += 1;
                 }
-                self.out.push_back(self.segment(now, flags, self.snd_nxt, payload));
+                self.out
+                    .push_back(self.segment(now, flags, self.snd_nxt, payload));
                 self.snd_nxt += consumed;
             } else if self.fin_seq == Some(self.snd_nxt) {
-                self.out.push_back(self.segment(now, Flags::FIN.with(Flags::ACK), self.snd_nxt, Bytes::new()));
+                self.out.push_back(self.segment(
+                    now,
+                    Flags::FIN.with(Flags::ACK),
+                    self.snd_nxt,
+                    Bytes::new(),
+                ));
                 self.snd_nxt += 1;
             } else {
                 break;
@@ -393,10 +459,14 @@ impl TcpConn {
             }
             self.backoff = 0;
             self.dupacks = 0;
-            let segs = u32::try_from(acked.div_ceil(self.stack.mss.max(1) as u64)).unwrap_or(u32::MAX);
-            self.cwnd = self.cwnd.saturating_add(segs).min(self.stack.window_segments.max(1));
-            self.rto_at =
-                (self.snd_una < self.snd_max).then(|| now + self.stack.rto.rto(&self.rtt, self.backoff));
+            let segs =
+                u32::try_from(acked.div_ceil(self.stack.mss.max(1) as u64)).unwrap_or(u32::MAX);
+            self.cwnd = self
+                .cwnd
+                .saturating_add(segs)
+                .min(self.stack.window_segments.max(1));
+            self.rto_at = (self.snd_una < self.snd_max)
+                .then(|| now + self.stack.rto.rto(&self.rtt, self.backoff));
         } else if ack == self.snd_una
             && self.snd_una < self.snd_max
             && seg.payload.is_empty()
@@ -420,9 +490,15 @@ impl TcpConn {
                 flags = flags.with(Flags::FIN);
             }
             let payload = self.slice(self.snd_una, len);
-            self.out.push_back(self.segment(now, flags, self.snd_una, payload));
+            self.out
+                .push_back(self.segment(now, flags, self.snd_una, payload));
         } else if self.fin_seq == Some(self.snd_una) {
-            self.out.push_back(self.segment(now, Flags::FIN.with(Flags::ACK), self.snd_una, Bytes::new()));
+            self.out.push_back(self.segment(
+                now,
+                Flags::FIN.with(Flags::ACK),
+                self.snd_una,
+                Bytes::new(),
+            ));
         }
     }
 
@@ -441,7 +517,10 @@ impl TcpConn {
                 self.deliver(seg.payload.slice(skip..));
                 self.rcv_nxt = end;
             } else {
-                let keep = self.ooo.get(&seg.seq).is_none_or(|b| b.len() < seg.payload.len());
+                let keep = self
+                    .ooo
+                    .get(&seg.seq)
+                    .is_none_or(|b| b.len() < seg.payload.len());
                 if keep {
                     self.ooo.insert(seg.seq, seg.payload.clone());
                 }
@@ -454,7 +533,9 @@ impl TcpConn {
             if s > self.rcv_nxt {
                 break;
             }
-            let Some((s, p)) = self.ooo.pop_first() else { break };
+            let Some((s, p)) = self.ooo.pop_first() else {
+                break;
+            };
             let end = s + p.len() as u64;
             if end > self.rcv_nxt {
                 self.deliver(p.slice((self.rcv_nxt - s) as usize..));
@@ -479,7 +560,9 @@ impl TcpConn {
         let our_fin_acked = self.fin_seq.is_some_and(|f| self.snd_una > f);
         if self.state == State::Established && self.fin_received && our_fin_acked {
             self.state = if self.closed_first {
-                State::TimeWait { until: now + self.stack.time_wait }
+                State::TimeWait {
+                    until: now + self.stack.time_wait,
+                }
             } else {
                 State::Closed
             };
@@ -513,7 +596,12 @@ mod tests {
 
     impl Pair {
         fn new(owd_ms: u64) -> Self {
-            let a = TcpConn::connect(Instant::ZERO, addr("10.0.0.1:40000"), addr("10.0.0.2:80"), TcpStack::linux_classic());
+            let a = TcpConn::connect(
+                Instant::ZERO,
+                addr("10.0.0.1:40000"),
+                addr("10.0.0.2:80"),
+                TcpStack::linux_classic(),
+            );
             let mut p = Pair {
                 now: Instant::ZERO,
                 a,
@@ -554,9 +642,16 @@ mod tests {
         fn run_until(&mut self, end: Instant) {
             loop {
                 let next_pkt = self.in_flight.iter().map(|x| x.0).min();
-                let next_timer =
-                    [self.a.poll_timeout(), self.b.as_ref().and_then(|b| b.poll_timeout())].into_iter().flatten().min();
-                let Some(t) = [next_pkt, next_timer].into_iter().flatten().min() else { break };
+                let next_timer = [
+                    self.a.poll_timeout(),
+                    self.b.as_ref().and_then(|b| b.poll_timeout()),
+                ]
+                .into_iter()
+                .flatten()
+                .min();
+                let Some(t) = [next_pkt, next_timer].into_iter().flatten().min() else {
+                    break;
+                };
                 if t > end {
                     break;
                 }
@@ -566,7 +661,14 @@ mod tests {
                     if to_b {
                         match self.b.as_mut() {
                             Some(b) => b.handle_segment(t, &seg),
-                            None => self.b = Some(TcpConn::accept(t, seg.dst, &seg, TcpStack::linux_classic())),
+                            None => {
+                                self.b = Some(TcpConn::accept(
+                                    t,
+                                    seg.dst,
+                                    &seg,
+                                    TcpStack::linux_classic(),
+                                ))
+                            }
                         }
                     } else {
                         self.a.handle_segment(t, &seg);
@@ -585,7 +687,13 @@ mod tests {
         fn received_by_b(&self) -> Vec<u8> {
             self.b_events
                 .iter()
-                .filter_map(|e| if let SocketEvent::Data(d) = e { Some(d.to_vec()) } else { None })
+                .filter_map(|e| {
+                    if let SocketEvent::Data(d) = e {
+                        Some(d.to_vec())
+                    } else {
+                        None
+                    }
+                })
                 .flatten()
                 .collect()
         }
@@ -626,8 +734,12 @@ mod tests {
         p.pump();
         p.run_until(Instant::from_secs(10));
         assert_eq!(p.received_by_b(), b"hello");
-        let sends: Vec<Instant> =
-            p.a_sends.iter().filter(|(_, s)| s.payload.as_ref() == b"hello").map(|(t, _)| *t).collect();
+        let sends: Vec<Instant> = p
+            .a_sends
+            .iter()
+            .filter(|(_, s)| s.payload.as_ref() == b"hello")
+            .map(|(t, _)| *t)
+            .collect();
         assert_eq!(sends.len(), 3);
         // RTT sample 200 ms → RTO 600 ms, then doubled to 1.2 s.
         assert_eq!(sends[1] - sends[0], Duration::from_millis(600));

@@ -129,12 +129,19 @@ impl TcpStack {
 
     /// Linux 6.5 and later.
     pub fn linux_6_5() -> Self {
-        TcpStack { syn_schedule: SynSchedule::Linux65, ..Self::linux_classic() }
+        TcpStack {
+            syn_schedule: SynSchedule::Linux65,
+            ..Self::linux_classic()
+        }
     }
 
     /// iOS/macOS (xnu).
     pub fn xnu() -> Self {
-        TcpStack { syn_schedule: SynSchedule::Xnu, rto: RtoPolicy::Xnu, ..Self::linux_classic() }
+        TcpStack {
+            syn_schedule: SynSchedule::Xnu,
+            rto: RtoPolicy::Xnu,
+            ..Self::linux_classic()
+        }
     }
 }
 

@@ -13,7 +13,10 @@ pub struct RttEstimator {
 impl RttEstimator {
     /// No sample yet.
     pub const fn new() -> Self {
-        RttEstimator { srtt: None, rttvar: 0 }
+        RttEstimator {
+            srtt: None,
+            rttvar: 0,
+        }
     }
 
     /// Folds in one RTT measurement (RFC 6298 §2.2/2.3, α = 1/8, β = 1/4).
@@ -63,7 +66,9 @@ impl RtoPolicy {
         let var4 = est.rttvar() * 4;
         let rto = match self {
             RtoPolicy::Linux => srtt + var4.max(Duration::from_millis(200)),
-            RtoPolicy::Xnu => (srtt + var4).max(Duration::from_millis(100)) + Duration::from_millis(200),
+            RtoPolicy::Xnu => {
+                (srtt + var4).max(Duration::from_millis(100)) + Duration::from_millis(200)
+            }
         };
         rto.min(self.max_rto())
     }
@@ -115,8 +120,14 @@ mod tests {
             e.sample(Duration::from_millis(10));
         }
         let rto = RtoPolicy::Linux.base_rto(&e);
-        assert!(rto >= Duration::from_millis(210) && rto < Duration::from_millis(220), "{rto:?}");
-        assert_eq!(RtoPolicy::Linux.base_rto(&RttEstimator::new()), Duration::from_secs(1));
+        assert!(
+            rto >= Duration::from_millis(210) && rto < Duration::from_millis(220),
+            "{rto:?}"
+        );
+        assert_eq!(
+            RtoPolicy::Linux.base_rto(&RttEstimator::new()),
+            Duration::from_secs(1)
+        );
     }
 
     #[test]
@@ -127,6 +138,9 @@ mod tests {
             e.sample(Duration::from_millis(300));
         }
         let s = e.srtt().unwrap();
-        assert!(s > Duration::from_millis(299) && s <= Duration::from_millis(300), "{s:?}");
+        assert!(
+            s > Duration::from_millis(299) && s <= Duration::from_millis(300),
+            "{s:?}"
+        );
     }
 }

@@ -54,8 +54,13 @@ impl SynSchedule {
     /// `None` when the schedule sends no such SYN.
     pub fn syn_offset(&self, i: usize) -> Option<Duration> {
         match self {
-            SynSchedule::Custom { syn_offsets_ms, .. } => syn_offsets_ms.get(i).map(|ms| Duration::from_millis(*ms)),
-            _ => self.syn_offsets_secs().get(i).map(|s| Duration::from_secs(*s)),
+            SynSchedule::Custom { syn_offsets_ms, .. } => {
+                syn_offsets_ms.get(i).map(|ms| Duration::from_millis(*ms))
+            }
+            _ => self
+                .syn_offsets_secs()
+                .get(i)
+                .map(|s| Duration::from_secs(*s)),
         }
     }
 
@@ -102,8 +107,14 @@ mod tests {
 
     #[test]
     fn custom_schedule() {
-        let s = SynSchedule::Custom { syn_offsets_ms: vec![0, 500], give_up_ms: 1500 };
-        assert_eq!(s.syn_offsets(), vec![Duration::ZERO, Duration::from_millis(500)]);
+        let s = SynSchedule::Custom {
+            syn_offsets_ms: vec![0, 500],
+            give_up_ms: 1500,
+        };
+        assert_eq!(
+            s.syn_offsets(),
+            vec![Duration::ZERO, Duration::from_millis(500)]
+        );
         assert_eq!(s.give_up(), Duration::from_millis(1500));
     }
 }

@@ -6,10 +6,10 @@ use std::net::SocketAddr;
 use stn_proto::time::{Duration, Instant};
 use stn_sim::client::{ClientCx, SimClient};
 use stn_sim::host::{ServerApp, ServerConnId, ServerReplies};
+use stn_sim::path::Direction;
 use stn_sim::socket::{SocketEvent, SocketId};
 use stn_sim::tcp::Flags;
 use stn_sim::trace::TraceEvent;
-use stn_sim::path::Direction;
 
 pub const SERVER: &str = "10.0.0.2:8080";
 
@@ -33,7 +33,12 @@ pub struct OneShot {
 
 impl OneShot {
     pub fn new(target: SocketAddr, payload: Vec<u8>, expect_reply: usize) -> Self {
-        OneShot { target: Some(target), payload, expect_reply, ..Default::default() }
+        OneShot {
+            target: Some(target),
+            payload,
+            expect_reply,
+            ..Default::default()
+        }
     }
 
     pub fn time_of(&self, f: impl Fn(&SocketEvent) -> bool) -> Option<Instant> {
@@ -82,7 +87,13 @@ pub struct SinkApp {
 }
 
 impl ServerApp for SinkApp {
-    fn on_data(&mut self, _now: Instant, _conn: ServerConnId, data: &[u8], replies: &mut ServerReplies) {
+    fn on_data(
+        &mut self,
+        _now: Instant,
+        _conn: ServerConnId,
+        data: &[u8],
+        replies: &mut ServerReplies,
+    ) {
         self.got += data.len();
         if self.got >= self.expect {
             replies.send(Duration::ZERO, vec![b'k'; self.reply_len]);
@@ -95,19 +106,37 @@ impl ServerApp for SinkApp {
 pub struct SilentApp;
 
 impl ServerApp for SilentApp {
-    fn on_data(&mut self, _now: Instant, _conn: ServerConnId, _data: &[u8], _replies: &mut ServerReplies) {}
+    fn on_data(
+        &mut self,
+        _now: Instant,
+        _conn: ServerConnId,
+        _data: &[u8],
+        _replies: &mut ServerReplies,
+    ) {
+    }
 }
 
 /// Send times (for uplink packets: delivery minus `owd`, or drop time) of
 /// uplink segments matching `flags_filter`.
-pub fn uplink_times(events: &[TraceEvent], owd: Duration, pred: impl Fn(u8, usize) -> bool) -> Vec<Instant> {
+pub fn uplink_times(
+    events: &[TraceEvent],
+    owd: Duration,
+    pred: impl Fn(u8, usize) -> bool,
+) -> Vec<Instant> {
     let mut v: Vec<Instant> = events
         .iter()
         .filter_map(|e| match e {
-            TraceEvent::Delivered { at, dir: Direction::Up, packet } if pred(packet.flags, packet.len) => {
-                Some(*at - owd)
-            }
-            TraceEvent::Dropped { at, dir: Direction::Up, packet, .. } if pred(packet.flags, packet.len) => Some(*at),
+            TraceEvent::Delivered {
+                at,
+                dir: Direction::Up,
+                packet,
+            } if pred(packet.flags, packet.len) => Some(*at - owd),
+            TraceEvent::Dropped {
+                at,
+                dir: Direction::Up,
+                packet,
+                ..
+            } if pred(packet.flags, packet.len) => Some(*at),
             _ => None,
         })
         .collect();
