@@ -132,3 +132,54 @@ fn bulk_transfer_survives_heavy_loss_both_ways() {
     let (up, down) = sim.link_stats(server().ip()).unwrap();
     assert!(up.lost > 0 && down.lost > 0);
 }
+
+#[test]
+fn download_64k_on_3g_slow_start_leaves_one_idle_gap() {
+    const SIZE: usize = 64 * 1024;
+    let c = Preset::ThreeG.conditions();
+    let mut sim = Simulation::new(14);
+    sim.add_host(server(), PathSchedule::constant(c)).set_port(
+        8080,
+        PortMode::Listen(Box::new(SinkApp {
+            expect: 100,
+            reply_len: SIZE,
+            got: 0,
+        })),
+    );
+    let id = sim.add_client(
+        OneShot::new(server(), vec![0; 100], SIZE),
+        TcpStack::linux_classic(),
+    );
+    sim.run_until_finished(Instant::from_secs(30));
+    assert_eq!(sim.client(id).received, SIZE);
+    let arrivals: Vec<Instant> = sim
+        .trace()
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            TraceEvent::Delivered {
+                at,
+                dir: stn_sim::path::Direction::Down,
+                packet,
+            } if packet.len > 0 => Some(*at),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(arrivals.len(), SIZE.div_ceil(1460));
+    let full = c.down.serialization(HEADER_BYTES + 1460);
+    let gaps: Vec<Duration> = arrivals
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|g| *g > full)
+        .collect();
+    // The initial window of 10 segments drains in 10 × 15.4 ms = 154 ms, less
+    // than the 200 ms RTT: the link idles once until the first ACK is back;
+    // from then on slow start (2 segments per ACK) keeps it busy. A fixed
+    // 10-segment window would idle after every window (4 gaps).
+    assert_eq!(gaps.len(), 1, "{gaps:?}");
+    // The gap: first ACK back after ser(seg) + owd + ser(ack) + owd, minus
+    // the 9 segments already serialized behind the first, plus one serialization.
+    let first_ack_back = full + c.down.delay + c.up.serialization(HEADER_BYTES) + c.up.delay;
+    let expected_gap = first_ack_back - 9 * full;
+    assert_eq!(gaps[0], expected_gap);
+}

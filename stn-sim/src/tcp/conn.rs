@@ -53,7 +53,11 @@ pub(crate) struct TcpConn {
     /// Sequence number of our FIN once the application closed.
     fin_seq: Option<u64>,
     closed_first: bool,
+    /// Congestion window and slow-start threshold, in segments.
     cwnd: u32,
+    ssthresh: u32,
+    /// Segments acknowledged towards the next congestion-avoidance increase.
+    ca_acked: u32,
     dupacks: u32,
     backoff: u32,
     rtt: RttEstimator,
@@ -71,7 +75,7 @@ pub(crate) struct TcpConn {
 
 impl TcpConn {
     fn blank(local: SocketAddr, remote: SocketAddr, stack: TcpStack, state: State) -> Self {
-        let cwnd = stack.window_segments.max(1);
+        let cwnd = stack.initial_window.clamp(1, stack.max_window.max(1));
         TcpConn {
             local,
             remote,
@@ -85,6 +89,8 @@ impl TcpConn {
             fin_seq: None,
             closed_first: false,
             cwnd,
+            ssthresh: u32::MAX,
+            ca_acked: 0,
             dupacks: 0,
             backoff: 0,
             rtt: RttEstimator::new(),
@@ -432,10 +438,12 @@ impl TcpConn {
             return;
         }
         // Go-back-N from the first unacknowledged byte with a one-segment
-        // window; each new ACK opens it by one segment up to the fixed window.
+        // window (RFC 5681 §3.1: ssthresh = flight / 2, cwnd = 1).
+        self.ssthresh = self.halved_flight();
         self.backoff += 1;
         self.snd_nxt = self.snd_una;
         self.cwnd = 1;
+        self.ca_acked = 0;
         self.dupacks = 0;
         self.fill(now);
     }
@@ -461,10 +469,7 @@ impl TcpConn {
             self.dupacks = 0;
             let segs =
                 u32::try_from(acked.div_ceil(self.stack.mss.max(1) as u64)).unwrap_or(u32::MAX);
-            self.cwnd = self
-                .cwnd
-                .saturating_add(segs)
-                .min(self.stack.window_segments.max(1));
+            self.grow_window(segs);
             self.rto_at = (self.snd_una < self.snd_max)
                 .then(|| now + self.stack.rto.rto(&self.rtt, self.backoff));
         } else if ack == self.snd_una
@@ -474,9 +479,34 @@ impl TcpConn {
         {
             self.dupacks += 1;
             if self.dupacks == 3 {
+                // Fast retransmit (RFC 5681 §3.2, without window inflation).
+                self.ssthresh = self.halved_flight();
+                self.cwnd = self.ssthresh;
+                self.ca_acked = 0;
                 self.retransmit_head(now);
             }
         }
+    }
+
+    /// Half the segments in flight, at least 2 (RFC 5681 eq. 4).
+    fn halved_flight(&self) -> u32 {
+        let flight = (self.snd_max - self.snd_una).div_ceil(self.stack.mss.max(1) as u64);
+        u32::try_from(flight / 2).unwrap_or(u32::MAX).max(2)
+    }
+
+    /// Slow start below ssthresh, then one segment per window of ACKs;
+    /// never above the receive-window cap.
+    fn grow_window(&mut self, segs: u32) {
+        if self.cwnd < self.ssthresh {
+            self.cwnd = self.cwnd.saturating_add(segs);
+        } else {
+            self.ca_acked = self.ca_acked.saturating_add(segs);
+            while self.ca_acked >= self.cwnd {
+                self.ca_acked -= self.cwnd;
+                self.cwnd += 1;
+            }
+        }
+        self.cwnd = self.cwnd.min(self.stack.max_window.max(1));
     }
 
     /// Fast retransmit: re-send the first unacknowledged segment only.
@@ -744,5 +774,29 @@ mod tests {
         // RTT sample 200 ms → RTO 600 ms, then doubled to 1.2 s.
         assert_eq!(sends[1] - sends[0], Duration::from_millis(600));
         assert_eq!(sends[2] - sends[1], Duration::from_millis(1200));
+    }
+
+    #[test]
+    fn third_duplicate_ack_triggers_fast_retransmit() {
+        let mut p = Pair::new(100);
+        p.run_until(Instant::from_millis(250));
+        // SYN (0) and ACK (1) went out; drop the third data segment (4).
+        p.drop_a = vec![4];
+        let data = vec![9u8; 8 * 1460];
+        let t = p.now;
+        p.a.send(t, &data).unwrap();
+        p.pump();
+        p.run_until(Instant::from_secs(5));
+        assert_eq!(p.received_by_b(), data);
+        let lost_seq = 1 + 2 * 1460;
+        let sends: Vec<Instant> = p
+            .a_sends
+            .iter()
+            .filter(|(_, s)| s.seq == lost_seq && !s.payload.is_empty())
+            .map(|(at, _)| *at)
+            .collect();
+        // Re-sent one RTT later, when the duplicate ACKs are back: long
+        // before the 600 ms RTO.
+        assert_eq!(sends, vec![t, t + Duration::from_millis(200)]);
     }
 }

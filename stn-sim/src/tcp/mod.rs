@@ -3,9 +3,11 @@
 //!
 //! Modelled: three-way handshake with the OS SYN retransmission schedule and
 //! a Linux server's SYN-ACK retransmissions (and answers to duplicate SYNs);
-//! RST for refused ports; segmenting at the MSS; a fixed send window of
-//! `window_segments` segments (the initial window, 10) that collapses to one
-//! segment after an RTO and grows back by one per acknowledged segment;
+//! RST for refused ports; segmenting at the MSS; a Reno-style congestion
+//! window (initial window 10 segments, slow start, congestion avoidance,
+//! `ssthresh` = flight/2 and a one-segment window after an RTO, `cwnd` =
+//! `ssthresh` after a fast retransmit; no fast-recovery window inflation)
+//! capped by a fixed receive window (`max_window`, 64 segments);
 //! cumulative ACKs sent at once for every data segment (no delayed ACK) and
 //! themselves subject to loss; out-of-order buffering with in-order delivery;
 //! RFC 6298 RTT estimation from timestamps (RFC 7323 echo, so retransmitted
@@ -14,9 +16,9 @@
 //! retransmit of the first unacknowledged segment on the third duplicate ACK;
 //! FIN close and TIME_WAIT (60 s) for the side that closed first.
 //!
-//! Not modelled: congestion control beyond the above (no slow-start growth
-//! past the initial window, no cwnd halving), receive windows (always open),
-//! SACK, tail-loss probes, delayed ACKs, Nagle, sequence-number wrap and
+//! Not modelled: flow control beyond the fixed receive-window cap (the
+//! receiving application always reads at once), NewReno partial-ACK
+//! recovery, SACK, tail-loss probes, delayed ACKs, Nagle, sequence-number wrap and
 //! random ISNs (both sides start at 0), MSS/option negotiation, keep-alives,
 //! FIN_WAIT_2 timeouts, path MTU.
 
@@ -109,8 +111,10 @@ pub struct TcpStack {
     pub rto: RtoPolicy,
     /// Maximum segment size (payload bytes per segment).
     pub mss: usize,
-    /// Send window in segments (fixed; the initial window).
-    pub window_segments: u32,
+    /// Initial congestion window in segments (RFC 6928: 10).
+    pub initial_window: u32,
+    /// Largest window in segments: the peer's receive window, fixed.
+    pub max_window: u32,
     /// How long the side that closed first stays in TIME_WAIT.
     pub time_wait: Duration,
 }
@@ -122,7 +126,8 @@ impl TcpStack {
             syn_schedule: SynSchedule::LinuxClassic,
             rto: RtoPolicy::Linux,
             mss: 1460,
-            window_segments: 10,
+            initial_window: 10,
+            max_window: 64,
             time_wait: Duration::from_secs(60),
         }
     }
