@@ -201,7 +201,7 @@ impl ServerHost {
                 self.drive(now, id, out);
             }
             _ if seg.flags.contains(Flags::RST) => {}
-            _ => out.segments.push(reset_for(now, seg)),
+            _ => out.segments.push(Segment::reset_for(now, seg)),
         }
     }
 
@@ -293,30 +293,5 @@ impl ServerHost {
                 out.timers.push((id, t));
             }
         }
-    }
-}
-
-/// The RST a host sends for a segment that matches no connection (RFC 793).
-fn reset_for(now: Instant, seg: &Segment) -> Segment {
-    let (flags, seq, ack) = if seg.flags.contains(Flags::ACK) {
-        (Flags::RST, seg.ack, 0)
-    } else {
-        let syn_fin =
-            u64::from(seg.flags.contains(Flags::SYN)) + u64::from(seg.flags.contains(Flags::FIN));
-        (
-            Flags::RST.with(Flags::ACK),
-            0,
-            seg.seq + seg.payload.len() as u64 + syn_fin,
-        )
-    };
-    Segment {
-        src: seg.dst,
-        dst: seg.src,
-        flags,
-        seq,
-        ack,
-        payload: Bytes::new(),
-        ts_val: now,
-        ts_ecr: None,
     }
 }

@@ -14,7 +14,7 @@ use crate::host::{HostOutput, ServerAction, ServerConnId, ServerHost};
 use crate::link::{Link, LinkStats, LinkVerdict};
 use crate::path::{Direction, PathSchedule};
 use crate::socket::{SocketError, SocketEvent, SocketId};
-use crate::tcp::{Segment, TcpConn, TcpStack};
+use crate::tcp::{Flags, Segment, TcpConn, TcpStack};
 use crate::trace::{DropReason, Trace};
 
 /// Stream ids for [`Rng::derive`]: one family per kind of component.
@@ -327,12 +327,15 @@ impl Network {
                         self.apply_host_output(path, out);
                     }
                     Direction::Down => {
-                        // Segments for sockets already forgotten are absorbed
-                        // silently (as TIME_WAIT or an unused port would be).
                         if seg.dst.ip() != self.client_ip {
                             return;
                         }
                         let Some(&id) = self.by_tuple.get(&(seg.dst.port(), seg.src)) else {
+                            // No socket (closed, or abandoned while connecting):
+                            // the kernel answers with RST, e.g. to a late SYN-ACK.
+                            if !seg.flags.contains(Flags::RST) {
+                                self.transmit(Direction::Up, Segment::reset_for(now, &seg));
+                            }
                             return;
                         };
                         if let Some(s) = self.sockets.get_mut(&id) {

@@ -323,7 +323,10 @@ impl TcpConn {
             State::Established | State::TimeWait { .. } => {}
         }
         if seg.flags.contains(Flags::SYN) {
-            // A retransmitted SYN-ACK (our ACK was lost) or a stale SYN.
+            // A retransmitted SYN-ACK (our ACK was lost) or a stale SYN: echo
+            // its timestamp (RFC 7323: it is at the left edge) so the peer's
+            // RTT sample is right.
+            self.ts_recent = Some(self.ts_recent.map_or(seg.ts_val, |t| t.max(seg.ts_val)));
             self.send_ack(now);
             return;
         }

@@ -96,6 +96,32 @@ impl Segment {
         HEADER_BYTES + self.payload.len()
     }
 
+    /// The RST a host answers `seg` with when it matches no connection
+    /// (RFC 793 "reset generation").
+    pub fn reset_for(now: Instant, seg: &Segment) -> Segment {
+        let (flags, seq, ack) = if seg.flags.contains(Flags::ACK) {
+            (Flags::RST, seg.ack, 0)
+        } else {
+            let syn_fin = u64::from(seg.flags.contains(Flags::SYN))
+                + u64::from(seg.flags.contains(Flags::FIN));
+            (
+                Flags::RST.with(Flags::ACK),
+                0,
+                seg.seq + seg.payload.len() as u64 + syn_fin,
+            )
+        };
+        Segment {
+            src: seg.dst,
+            dst: seg.src,
+            flags,
+            seq,
+            ack,
+            payload: Bytes::new(),
+            ts_val: now,
+            ts_ecr: None,
+        }
+    }
+
     /// `true` when this is a SYN without ACK (a connection request).
     pub fn is_syn_only(&self) -> bool {
         self.flags.contains(Flags::SYN) && !self.flags.contains(Flags::ACK)
