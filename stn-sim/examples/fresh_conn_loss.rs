@@ -13,11 +13,20 @@ use stn_sim::tcp::TcpStack;
 use stn_sim::Simulation;
 
 fn main() {
-    let seed: u64 = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1);
+    let seed: u64 = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1);
     let server = "10.0.0.2:8080".parse().unwrap();
     let links: [(&str, PathConditions); 3] = [
-        ("3G + 30%", Preset::ThreeG.conditions().with_loss_percent(30.0)),
-        ("3G + 50%", Preset::ThreeG.conditions().with_loss_percent(50.0)),
+        (
+            "3G + 30%",
+            Preset::ThreeG.conditions().with_loss_percent(30.0),
+        ),
+        (
+            "3G + 50%",
+            Preset::ThreeG.conditions().with_loss_percent(50.0),
+        ),
         ("Very Bad", Preset::VeryBadNetwork.conditions()),
     ];
     let clients: [(&str, TcpStack, u64); 3] = [
@@ -32,15 +41,20 @@ fn main() {
             let mut sim = Simulation::new(seed);
             sim.keep_trace_events(false);
             sim.add_host(server, PathSchedule::constant(link));
-            sim.listen(server, FixedResponseApp::new(100, Duration::ZERO)).unwrap();
+            sim.listen(server, FixedResponseApp::new(100, Duration::ZERO))
+                .unwrap();
             let mut cfg = FreshConnConfig::okhttp_2017(server);
             cfg.connect_timeout = Duration::from_secs(timeout);
             cfg.read_timeout = Duration::from_secs(timeout);
             let id = sim.add_client(FreshConnClient::new(cfg), stack);
             sim.run_until_finished(Instant::MAX);
             let c = sim.client(id);
-            let mut ok: Vec<f64> =
-                c.calls().iter().filter(|r| r.result.is_ok()).map(|r| r.duration().as_secs_f64()).collect();
+            let mut ok: Vec<f64> = c
+                .calls()
+                .iter()
+                .filter(|r| r.result.is_ok())
+                .map(|r| r.duration().as_secs_f64())
+                .collect();
             ok.sort_by(f64::total_cmp);
             let n = c.calls().len();
             let fail = 100.0 * (n - ok.len()) as f64 / n as f64;
