@@ -76,9 +76,10 @@ impl<C: SimClient> Simulation<C> {
         }
     }
 
-    /// Keeps only the trace hash, not the events (for long runs).
+    /// Whether the trace keeps events (default) or only their hash and
+    /// count (for long runs). The hash is the same either way.
     pub fn keep_trace_events(&mut self, keep: bool) {
-        self.net.trace = Trace::new(keep);
+        self.net.trace.set_keep_events(keep);
     }
 
     /// The root seed.

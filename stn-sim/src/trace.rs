@@ -195,6 +195,11 @@ impl Trace {
         }
     }
 
+    /// Starts or stops keeping events (the hash always covers everything).
+    pub fn set_keep_events(&mut self, keep: bool) {
+        self.keep = keep;
+    }
+
     /// The hash of everything recorded so far.
     pub fn hash(&self) -> u64 {
         self.hash.finish()
