@@ -50,7 +50,7 @@ fn server_pushes_on_its_own_timer() {
     let owd = Duration::from_millis(50);
     let mut sim = Simulation::new(1);
     sim.add_host(
-        server(),
+        server().ip(),
         PathSchedule::constant(PathConditions::symmetric(LinkConditions::with_delay(owd))),
     );
     sim.listen(server(), Ticker { left: 3 }).unwrap();
@@ -77,7 +77,7 @@ fn echo_respects_processing_delay() {
     let owd = Duration::from_millis(20);
     let mut sim = Simulation::new(2);
     sim.add_host(
-        server(),
+        server().ip(),
         PathSchedule::constant(PathConditions::symmetric(LinkConditions::with_delay(owd))),
     );
     sim.listen(

@@ -37,7 +37,7 @@ fn fresh_connection_client_invariants_hold_across_seeds() {
         for seed in 0..12u64 {
             let mut sim = Simulation::new(seed);
             sim.keep_trace_events(false);
-            sim.add_host(server(), PathSchedule::constant(shape));
+            sim.add_host(server().ip(), PathSchedule::constant(shape));
             let app = FixedResponseApp::new(300, Duration::from_millis(2));
             let response_len = app.response_len();
             sim.listen(server(), app).unwrap();
