@@ -1145,7 +1145,7 @@ mod random {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
 
         #[test]
         fn random_event_orders_keep_the_invariants(input in inputs()) {
