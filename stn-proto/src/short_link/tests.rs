@@ -1063,16 +1063,41 @@ mod random {
         small: bool,
         ops: &[Op],
     ) -> Vec<(Instant, ExchangeAction)> {
+        let req_deadline = req.deadline;
+        let lp = req.timeouts.long_polling.is_some();
+        let no_candidates = req.candidates.is_empty();
         let mut sim = Sim::new(profile, req, script, small);
         for op in ops {
             sim.apply(op);
         }
         sim.run_out();
         let r = sim.finished.clone().unwrap_or_else(|| unreachable!());
-        if let Ok(resp) = &r.outcome {
-            assert_eq!(resp.status, 200);
-            assert!(script <= 1, "script {script} gave {resp:?}");
-            assert!(r.endpoint.is_some() && r.request_sent_at.is_some());
+        // The outcome fits the script and the setup.
+        let had_deadline = req_deadline.is_some();
+        match &r.outcome {
+            Ok(resp) => {
+                assert_eq!(resp.status, 200);
+                let body: &[u8] = match script {
+                    0 => b"world",
+                    1 => b"abc",
+                    _ => panic!("script {script} gave {resp:?}"),
+                };
+                assert_eq!(resp.body, body);
+                assert!(r.endpoint.is_some() && r.request_sent_at.is_some());
+            }
+            Err(Error::Http { status }) => assert!(*status == 500 && script == 2),
+            Err(Error::Protocol(_)) => assert!(script == 3 || (script == 4 && small)),
+            Err(Error::Timeout(TimeoutKind::Task)) => assert!(had_deadline),
+            Err(Error::Timeout(TimeoutKind::LongPolling)) => assert!(lp),
+            Err(Error::Timeout(TimeoutKind::FirstPacket)) => assert!(!lp),
+            Err(Error::Dns(_)) => assert!(no_candidates && r.connect_attempts == 0),
+            Err(Error::Connect { addr, .. }) => {
+                assert!(addr.is_some() && r.endpoint.is_none());
+            }
+            Err(_) => {}
+        }
+        if no_candidates {
+            assert_eq!(r.outcome, Err(Error::Dns(DnsError::NoCandidates)));
         }
         if r.endpoint.is_none() {
             assert_eq!(r.bytes_sent, 0);
@@ -1145,7 +1170,7 @@ mod random {
     }
 
     proptest! {
-        #![proptest_config(ProptestConfig { cases: 400, .. ProptestConfig::default() })]
+        #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
 
         #[test]
         fn random_event_orders_keep_the_invariants(input in inputs()) {
