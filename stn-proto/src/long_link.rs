@@ -28,6 +28,26 @@
 //! | remote close / reset | already closed, endpoint failed | [`SocketError::ClosedByPeer`] / [`SocketError::Reset`] each |
 //! | [`LongLink::disconnect`], [`LongLink::on_network_change`] | closed | [`LocalError::Interrupted`] each (Mars `kEctLocalCancel`); [`Error::Shutdown`] for [`DisconnectReason::Shutdown`] |
 //!
+//! Bystanders of a batch failure get [`LocalError::Interrupted`] because Mars
+//! gives them no error code of their own (code 0 under `kEctNetMsgXP`): the
+//! error is retryable and says "this attempt was cut short, not failed on its
+//! own merits", so the engine retries them without blaming them.
+//!
+//! A connect that fails ends with [`LongLinkEvent::Disconnected`] carrying
+//! [`Error::Connect`] (the last address tried and its error), or
+//! [`DnsError::NoCandidates`] for an empty list.
+//!
+//! # Heartbeat and identify
+//!
+//! The [`Heartbeat`] machine decides; this link writes the frames. At connect
+//! the first slot asks the app ([`LongLinkEvent::AskIdentify`]); the noop (or
+//! identify packet) goes out when the app answers with
+//! [`LongLink::identify_answer`] — an app that never answers still gets a
+//! noop at the next slot. Every task write re-arms the 3.5 min interval. The
+//! connect time is given to the heartbeat as its RTT (stn scales the noop
+//! timeout from it). A received identify response completes identify for the
+//! connection and is handed to the app as [`LongLinkEvent::IdentifyResponse`].
+//!
 //! Every task accepted by [`LongLink::send_task`] gets exactly one terminal
 //! event — [`LongLinkEvent::TaskResponse`], [`LongLinkEvent::TaskFailed`] or
 //! (send-only tasks) [`LongLinkEvent::TaskSent`] — unless it is cancelled
