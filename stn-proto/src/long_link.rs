@@ -252,7 +252,7 @@ pub enum LongLinkEvent {
         body: Bytes,
         /// From the write to the response's first byte (its header).
         first_packet_after: Option<Duration>,
-        /// Bytes of the response frame.
+        /// Bytes of the response frame (20-byte header plus body).
         bytes_received: u64,
     },
     /// A running task failed (see the module's failure rules).
@@ -290,8 +290,6 @@ struct Running {
     written_at: Instant,
     first_byte_at: Option<Instant>,
     last_byte_at: Option<Instant>,
-    /// Size of its response frame, once its header has arrived.
-    frame_total: Option<usize>,
 }
 
 impl Running {
@@ -557,7 +555,6 @@ impl LongLink {
                     written_at: now,
                     first_byte_at: None,
                     last_byte_at: None,
-                    frame_total: None,
                 },
             );
         }
@@ -875,12 +872,12 @@ impl LongLink {
         loop {
             match link.decoder.decode(&mut data) {
                 Ok(Some(frame)) => {
-                    note_progress(link, frame.seq, frame.encoded_len(), now);
+                    note_progress(link, frame.seq, now);
                     frames.push(frame);
                 }
                 Ok(None) => {
                     if let Some(p) = link.decoder.partial() {
-                        note_progress(link, p.seq, p.total, now);
+                        note_progress(link, p.seq, now);
                     }
                     break;
                 }
@@ -937,13 +934,13 @@ impl LongLink {
         let task = TaskId::new(frame.seq);
         match link.tasks.remove(&task) {
             Some(run) => {
-                let total = run.frame_total.unwrap_or(frame.encoded_len());
+                let bytes_received = frame.encoded_len() as u64;
                 self.events.push_back(LongLinkEvent::TaskResponse {
                     task,
                     cmd_id: frame.cmd_id,
                     body: frame.body,
                     first_packet_after: run.first_byte_at.map(|t| t - run.written_at),
-                    bytes_received: total as u64,
+                    bytes_received,
                 });
             }
             None => self.unknown_frames += 1,
@@ -1093,13 +1090,12 @@ impl LongLink {
     }
 }
 
-/// Records that bytes of the response frame for `seq` (of `total` bytes)
-/// arrived at `now`: the first-packet and packet-gap timers see them.
-fn note_progress(link: &mut Link, seq: u32, total: usize, now: Instant) {
+/// Records that bytes of a response frame for `seq` arrived at `now`: the
+/// first-packet and packet-gap timers see them.
+fn note_progress(link: &mut Link, seq: u32, now: Instant) {
     if let Some(run) = link.tasks.get_mut(&TaskId::new(seq)) {
         run.first_byte_at.get_or_insert(now);
         run.last_byte_at = Some(now);
-        run.frame_total = Some(total);
     }
 }
 

@@ -1366,7 +1366,44 @@ mod model {
 }
 
 proptest::proptest! {
-    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(256))]
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(512))]
+
+    /// However the byte stream is cut, the same events come out (timing
+    /// aside: everything arrives at the same instant here).
+    #[test]
+    fn chunking_does_not_change_the_events(
+        frames in proptest::collection::vec(
+            (0u32..6, proptest::collection::vec(proptest::prelude::any::<u8>(), 0..50)), 1..12),
+        cuts in proptest::collection::vec(0usize..2000, 0..30),
+        garbage_tail: bool,
+    ) {
+        let mut wire = Vec::new();
+        for (seq, body) in &frames {
+            // seq 0 = push, 5 = noop response, else a task.
+            let f = if *seq == 5 { noop_bytes() } else { frame(7, *seq, body) };
+            wire.extend_from_slice(&f);
+        }
+        if garbage_tail {
+            wire.extend_from_slice(b"\xde\xad\xbe\xef garbage header bytes");
+        }
+        let run = |cuts: &[usize]| {
+            let mut h = H::new(config(Profile::Stn));
+            let conn = h.ready();
+            for id in 1..=4 {
+                h.send(id, b"q");
+            }
+            let mut points: Vec<usize> = cuts.iter().map(|c| c % (wire.len() + 1)).collect();
+            points.push(0);
+            points.push(wire.len());
+            points.sort_unstable();
+            let mut events = Vec::new();
+            for w in points.windows(2) {
+                events.extend(h.recv(conn, Bytes::copy_from_slice(&wire[w[0]..w[1]])));
+            }
+            (events, h.link.in_flight(), h.link.unknown_frames())
+        };
+        proptest::prop_assert_eq!(run(&[]), run(&cuts));
+    }
 
     #[test]
     fn random_driving_keeps_the_invariants(
