@@ -159,6 +159,7 @@ impl Connection<'_> {
         bump(&counters.frames_received);
         let fault = self.shared.fault();
         if fault == Fault::NeverRespond {
+            bump(&counters.faults_injected);
             tracing::debug!(conn = self.conn, cmd_id = frame.cmd_id, seq = frame.seq, "fault: not answering");
             return None;
         }

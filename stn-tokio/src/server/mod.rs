@@ -317,7 +317,8 @@ pub struct Stats {
     pub pushes_sent: u64,
     /// Connections closed for a protocol error (bad frame, bad request).
     pub protocol_errors: u64,
-    /// Requests answered with a [`Fault`] instead of a proper response.
+    /// Requests (long link: frames) answered with a [`Fault`] instead of a
+    /// proper response, or left unanswered by [`Fault::NeverRespond`].
     pub faults_injected: u64,
 }
 

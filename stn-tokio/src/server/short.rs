@@ -126,6 +126,7 @@ async fn respond(
     let counters = &shared.counters;
     let fault = shared.fault();
     if fault == Fault::NeverRespond {
+        bump(&counters.faults_injected);
         tracing::debug!(conn, target = %request.target, "fault: not answering");
         return Next::Fault(FaultEnd::Silent);
     }
