@@ -13,8 +13,7 @@ use stn_proto::codec::longlink::{
     PUSH_SEQ,
 };
 use stn_tokio::server::{
-    hello_response_body, identify_response_body, Fault, ServerConfig, DEFAULT_PUSH_CMD_ID,
-    GARBAGE,
+    hello_response_body, identify_response_body, Fault, ServerConfig, DEFAULT_PUSH_CMD_ID, GARBAGE,
 };
 use tokio::io::AsyncWriteExt;
 
@@ -30,7 +29,9 @@ async fn noop_is_echoed_with_its_seq() {
         assert_eq!((echo.cmd_id, echo.seq), (NOOP_CMD_ID, NOOP_SEQ));
         assert!(echo.body.is_empty());
         // Any seq is echoed as is.
-        client.send(&Frame::new(NOOP_CMD_ID, 77, Bytes::new())).await;
+        client
+            .send(&Frame::new(NOOP_CMD_ID, 77, Bytes::new()))
+            .await;
         assert_eq!(client.recv().await.unwrap().seq, 77);
         let stats = server.stats();
         assert_eq!(stats.noops_answered, 2);
@@ -69,7 +70,9 @@ async fn hello_echoes_by_default_and_pipelines() {
         let mut client = LongClient::connect(&server).await;
         for seq in 1..=20u32 {
             let body = format!("request {seq}");
-            client.send(&Frame::new(HELLO, seq, body.into_bytes())).await;
+            client
+                .send(&Frame::new(HELLO, seq, body.into_bytes()))
+                .await;
         }
         for seq in 1..=20u32 {
             let response = client.recv().await.unwrap();
@@ -86,7 +89,9 @@ async fn identify_is_answered_with_checkable_body() {
     bounded(async {
         let server = start(ServerConfig::default()).await;
         let mut client = LongClient::connect(&server).await;
-        client.send(&Frame::new(1234, IDENTIFY_SEQ, &b"auth-token"[..])).await;
+        client
+            .send(&Frame::new(1234, IDENTIFY_SEQ, &b"auth-token"[..]))
+            .await;
         let response = client.recv().await.unwrap();
         assert_eq!((response.cmd_id, response.seq), (1234, IDENTIFY_SEQ));
         assert_eq!(response.body, identify_response_body(b"auth-token"));
@@ -123,7 +128,10 @@ async fn push_reaches_every_client_as_seq_zero() {
         for client in [&mut a, &mut b] {
             let push = client.recv().await.unwrap();
             assert!(push.is_push());
-            assert_eq!((push.cmd_id, push.seq, &push.body[..]), (3000, PUSH_SEQ, &b"news"[..]));
+            assert_eq!(
+                (push.cmd_id, push.seq, &push.body[..]),
+                (3000, PUSH_SEQ, &b"news"[..])
+            );
         }
         assert_eq!(server.stats().pushes_sent, 2);
         // A closed client is no longer pushed to.
@@ -216,13 +224,20 @@ async fn oversize_length_field_closes_the_connection() {
         assert_eq!(client.recv().await.unwrap().body.len(), 1024);
 
         // One over: the header alone closes the connection.
-        client.stream.write_all(&header(HELLO, 2, 1025)).await.unwrap();
+        client
+            .stream
+            .write_all(&header(HELLO, 2, 1025))
+            .await
+            .unwrap();
         let (rest, end) = read_until_end(&mut client.stream).await;
         assert!(rest.is_empty(), "nothing is answered");
         if let Err(err) = end {
             assert_eq!(err.kind(), ErrorKind::ConnectionReset);
         }
-        eventually(&server, |s| s.protocol_errors == 1 && s.long_connections_open == 0).await;
+        eventually(&server, |s| {
+            s.protocol_errors == 1 && s.long_connections_open == 0
+        })
+        .await;
 
         // The server carries on for other clients.
         let mut other = LongClient::connect(&server).await;
@@ -292,7 +307,10 @@ async fn fault_never_respond() {
         let mut client = LongClient::connect(&server).await;
         client.send(&Frame::noop()).await;
         client.send(&Frame::new(HELLO, 1, &b"x"[..])).await;
-        eventually(&server, |s| s.frames_received == 2 && s.faults_injected == 2).await;
+        eventually(&server, |s| {
+            s.frames_received == 2 && s.faults_injected == 2
+        })
+        .await;
         assert_silent(&mut client.stream, Duration::from_millis(200)).await;
         // Switching the fault off answers later requests.
         server.set_fault(Fault::None);
@@ -323,7 +341,11 @@ async fn fault_reset_mid_response() {
         .unwrap();
         let (got, end) = read_until_end(&mut client.stream).await;
         assert!(got.len() < full.len(), "the response is cut short");
-        assert_eq!(&got[..], &full[..got.len()], "what arrives is the real response's start");
+        assert_eq!(
+            &got[..],
+            &full[..got.len()],
+            "what arrives is the real response's start"
+        );
         let err = end.expect_err("the connection is reset, not closed");
         assert_eq!(err.kind(), ErrorKind::ConnectionReset);
         assert_eq!(server.stats().faults_injected, 1);
@@ -388,7 +410,10 @@ async fn shutdown_closes_connections() {
         server.shutdown().await;
         let (rest, _) = read_until_end(&mut client.stream).await;
         assert!(rest.is_empty());
-        assert!(tokio::net::TcpStream::connect(addr).await.is_err(), "listener closed");
+        assert!(
+            tokio::net::TcpStream::connect(addr).await.is_err(),
+            "listener closed"
+        );
     })
     .await;
 }

@@ -107,9 +107,7 @@ async fn main() -> anyhow::Result<()> {
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     let config = args.config()?;
-    let server = Server::start(config)
-        .await
-        .context("starting the server")?;
+    let server = Server::start(config).await.context("starting the server")?;
     tracing::info!(
         long = ?server.long_addr(),
         short = ?server.short_addr(),

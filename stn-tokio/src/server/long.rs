@@ -83,7 +83,7 @@ pub(super) async fn serve(
     match end {
         End::PeerGone => tracing::debug!(conn, %peer, "long link closed by peer"),
         End::Stop => tracing::debug!(conn, %peer, "long link closed: server stopping"),
-        End::ProtocolError => close_gracefully(&mut stream).await,
+        End::ProtocolError => close_gracefully(&mut stream, &mut stop).await,
         End::Reset(wire) => {
             tracing::info!(conn, %peer, "fault: resetting long link mid-response");
             reset_mid_response(stream, &wire).await;
@@ -160,13 +160,20 @@ impl Connection<'_> {
         let fault = self.shared.fault();
         if fault == Fault::NeverRespond {
             bump(&counters.faults_injected);
-            tracing::debug!(conn = self.conn, cmd_id = frame.cmd_id, seq = frame.seq, "fault: not answering");
+            tracing::debug!(
+                conn = self.conn,
+                cmd_id = frame.cmd_id,
+                seq = frame.seq,
+                "fault: not answering"
+            );
             return None;
         }
         if frame.seq == IDENTIFY_SEQ {
             bump(&counters.identifies_answered);
             let body = identify_response_body(&frame.body);
-            return self.write_frame(&Frame::new(frame.cmd_id, frame.seq, body)).await;
+            return self
+                .write_frame(&Frame::new(frame.cmd_id, frame.seq, body))
+                .await;
         }
         if frame.cmd_id == NOOP_CMD_ID {
             bump(&counters.noops_answered);
@@ -174,7 +181,12 @@ impl Connection<'_> {
         }
         if frame.cmd_id != self.shared.config.hello_cmd_id {
             bump(&counters.unknown_frames);
-            tracing::debug!(conn = self.conn, cmd_id = frame.cmd_id, seq = frame.seq, "ignoring frame with unknown cmd id");
+            tracing::debug!(
+                conn = self.conn,
+                cmd_id = frame.cmd_id,
+                seq = frame.seq,
+                "ignoring frame with unknown cmd id"
+            );
             return None;
         }
         let delay = self.shared.config.delay;

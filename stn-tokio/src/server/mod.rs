@@ -429,7 +429,9 @@ impl Server {
     /// not start with `/`, or a cap is zero.
     pub async fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
         if config.long_addr.is_none() && config.short_addr.is_none() {
-            return Err(ServerError::Config("neither long_addr nor short_addr is set"));
+            return Err(ServerError::Config(
+                "neither long_addr nor short_addr is set",
+            ));
         }
         if config.cgi_paths.iter().any(|p| !p.starts_with('/')) {
             return Err(ServerError::Config("every CGI path must start with '/'"));
@@ -454,10 +456,13 @@ impl Server {
         let local = |l: &Option<TcpListener>| -> Result<Option<SocketAddr>, ServerError> {
             match l {
                 None => Ok(None),
-                Some(l) => l.local_addr().map(Some).map_err(|source| ServerError::Bind {
-                    addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-                    source,
-                }),
+                Some(l) => l
+                    .local_addr()
+                    .map(Some)
+                    .map_err(|source| ServerError::Bind {
+                        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
+                        source,
+                    }),
             }
         };
         let long_addr = local(&long)?;
@@ -474,11 +479,21 @@ impl Server {
         let mut tasks = JoinSet::new();
         if let Some(listener) = long {
             tracing::info!(addr = %long_addr.unwrap_or_else(|| unreachable!()), "long link listening");
-            tasks.spawn(accept_loop(listener, Link::Long, shared.clone(), stop_rx.clone()));
+            tasks.spawn(accept_loop(
+                listener,
+                Link::Long,
+                shared.clone(),
+                stop_rx.clone(),
+            ));
         }
         if let Some(listener) = short {
             tracing::info!(addr = %short_addr.unwrap_or_else(|| unreachable!()), "short link listening");
-            tasks.spawn(accept_loop(listener, Link::Short, shared.clone(), stop_rx.clone()));
+            tasks.spawn(accept_loop(
+                listener,
+                Link::Short,
+                shared.clone(),
+                stop_rx.clone(),
+            ));
         }
         if let Some(every) = shared.config.push_every {
             tasks.spawn(periodic_push(every, shared.clone(), stop_rx));
@@ -644,7 +659,7 @@ async fn periodic_push(every: Duration, shared: Arc<Shared>, mut stop: watch::Re
 /// Closes a connection politely: FIN, then read and discard what the peer
 /// still sends (briefly and boundedly), so that unread request bytes do not
 /// turn the close into a reset that destroys the response in flight.
-async fn close_gracefully(stream: &mut TcpStream) {
+async fn close_gracefully(stream: &mut TcpStream, stop: &mut watch::Receiver<bool>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = stream.shutdown().await;
     let mut scratch = [0u8; 4096];
@@ -657,7 +672,10 @@ async fn close_gracefully(stream: &mut TcpStream) {
             }
         }
     };
-    let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    tokio::select! {
+        _ = stopped(stop) => {}
+        _ = tokio::time::timeout(Duration::from_secs(1), drain) => {}
+    }
 }
 
 /// Reads and discards until the peer closes or the server stops: how a

@@ -12,8 +12,8 @@ use tokio::sync::watch;
 
 use super::request::{Request, RequestParser};
 use super::{
-    bump, close_gracefully, discard_until_closed, hello_response_body, reset_mid_response,
-    stopped, Fault, Shared, GARBAGE,
+    bump, close_gracefully, discard_until_closed, hello_response_body, reset_mid_response, stopped,
+    Fault, Shared, GARBAGE,
 };
 
 /// Read-buffer headroom reserved before each read.
@@ -48,7 +48,7 @@ pub(super) async fn serve(
     let next = run(&mut stream, conn, &shared, &mut stop).await;
     match next {
         Next::KeepAlive | Next::Drop => {}
-        Next::Close => close_gracefully(&mut stream).await,
+        Next::Close => close_gracefully(&mut stream, &mut stop).await,
         Next::Fault(FaultEnd::Reset(wire)) => {
             tracing::info!(conn, %peer, "fault: resetting short link mid-response");
             reset_mid_response(stream, &wire).await;
@@ -77,14 +77,24 @@ async fn run(
                     bump(&shared.counters.short_error_responses);
                     tracing::warn!(conn, %err, "bad HTTP request");
                     let status = err.status();
-                    let wire = response(status, err.to_string().as_bytes(), false, config.idle_timeout);
+                    let wire = response(
+                        status,
+                        err.to_string().as_bytes(),
+                        false,
+                        config.idle_timeout,
+                    );
                     if stream.write_all(&wire).await.is_err() {
                         return Next::Drop;
                     }
                     return Next::Close;
                 }
             }
-            if parser.take_continue() && stream.write_all(b"HTTP/1.1 100 Continue\r\n\r\n").await.is_err() {
+            if parser.take_continue()
+                && stream
+                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
+                    .await
+                    .is_err()
+            {
                 return Next::Drop;
             }
             if buf.capacity() - buf.len() < READ_CHUNK / 4 {
