@@ -278,7 +278,7 @@ async fn wrong_client_version_closes_the_connection() {
 async fn delay_holds_hello_but_not_noop() {
     bounded(async {
         let server = start(ServerConfig {
-            delay: Duration::from_millis(300),
+            delay: Duration::from_secs(1),
             ..ServerConfig::default()
         })
         .await;

@@ -416,3 +416,26 @@ async fn config_errors() {
     })
     .await;
 }
+
+#[tokio::test]
+async fn shutdown_completes_with_a_client_that_does_not_read() {
+    bounded(async {
+        let server = start(ServerConfig {
+            response_size: Some(32 * 1024 * 1024),
+            ..ServerConfig::default()
+        })
+        .await;
+        let addr = server.short_addr().unwrap();
+        let mut stream = connect(&server).await;
+        stream
+            .write_all(&mars_request(addr, "/mars/hello2", b"x", false))
+            .await
+            .unwrap();
+        // The server is now stuck writing 32 MiB nobody reads.
+        eventually(&server, |s| s.short_connections == 1).await;
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        server.shutdown().await;
+        drop(stream);
+    })
+    .await;
+}

@@ -364,6 +364,9 @@ impl Counters {
     }
 }
 
+/// How long [`ServerHandle::shutdown`] lets connections close on their own.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
+
 /// Encoded frames waiting to be written to one long-link connection.
 const PUSH_QUEUE: usize = 256;
 
@@ -560,15 +563,24 @@ impl ServerHandle {
     }
 
     /// Stops accepting, closes every connection and waits until all the
-    /// server's tasks have ended.
+    /// server's tasks have ended. Connections get [`SHUTDOWN_GRACE`] to
+    /// notice (one blocked writing to a client that does not read may not);
+    /// whatever is left then is aborted.
     pub async fn shutdown(mut self) {
         self.stop.send_replace(true);
-        while let Some(res) = self.tasks.join_next().await {
-            if let Err(err) = res {
-                if err.is_panic() {
-                    tracing::error!(%err, "server task panicked");
+        let tasks = &mut self.tasks;
+        let drain = async {
+            while let Some(res) = tasks.join_next().await {
+                if let Err(err) = res {
+                    if err.is_panic() {
+                        tracing::error!(%err, "server task panicked");
+                    }
                 }
             }
+        };
+        if tokio::time::timeout(SHUTDOWN_GRACE, drain).await.is_err() {
+            tracing::warn!("connections still busy after the shutdown grace period: aborting them");
+            self.tasks.shutdown().await;
         }
         tracing::info!("server stopped");
     }
