@@ -6,9 +6,10 @@
 //! stn serve --long 127.0.0.1:8081 --short 127.0.0.1:8080 --delay-ms 50 --response-size 1024
 //! ```
 //!
-//! Logging goes through `tracing`; set `RUST_LOG` (e.g. `RUST_LOG=debug`) for
+//! Logging goes through `tracing` to stderr; set `RUST_LOG` (e.g. `RUST_LOG=debug`) for
 //! more detail than the default `info`.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -95,10 +96,13 @@ impl ServeArgs {
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
+    // Logs go to stderr, coloured only on a terminal.
     tracing_subscriber::fmt()
         .with_env_filter(
             EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
         )
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
