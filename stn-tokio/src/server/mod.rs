@@ -429,7 +429,8 @@ impl Server {
     ///
     /// [`ServerError::Bind`] if a listener cannot be bound;
     /// [`ServerError::Config`] if neither link is configured, a CGI path does
-    /// not start with `/`, or a cap is zero.
+    /// not start with `/`, an HTTP head cap, `push_every` or `idle_timeout`
+    /// is zero.
     pub async fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
         if config.long_addr.is_none() && config.short_addr.is_none() {
             return Err(ServerError::Config(
@@ -445,31 +446,13 @@ impl Server {
         if config.push_every == Some(Duration::ZERO) {
             return Err(ServerError::Config("push_every must be positive"));
         }
-        let bind = |addr: Option<SocketAddr>| async move {
-            match addr {
-                None => Ok(None),
-                Some(addr) => TcpListener::bind(addr)
-                    .await
-                    .map(Some)
-                    .map_err(|source| ServerError::Bind { addr, source }),
-            }
-        };
+        if config.idle_timeout.is_zero() {
+            return Err(ServerError::Config("idle_timeout must be positive"));
+        }
         let long = bind(config.long_addr).await?;
         let short = bind(config.short_addr).await?;
-        let local = |l: &Option<TcpListener>| -> Result<Option<SocketAddr>, ServerError> {
-            match l {
-                None => Ok(None),
-                Some(l) => l
-                    .local_addr()
-                    .map(Some)
-                    .map_err(|source| ServerError::Bind {
-                        addr: SocketAddr::from(([0, 0, 0, 0], 0)),
-                        source,
-                    }),
-            }
-        };
-        let long_addr = local(&long)?;
-        let short_addr = local(&short)?;
+        let long_addr = long.as_ref().map(|(_, addr)| *addr);
+        let short_addr = short.as_ref().map(|(_, addr)| *addr);
 
         let shared = Arc::new(Shared {
             fault: AtomicU8::new(config.fault.to_u8()),
@@ -480,8 +463,8 @@ impl Server {
         });
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
-        if let Some(listener) = long {
-            tracing::info!(addr = %long_addr.unwrap_or_else(|| unreachable!()), "long link listening");
+        if let Some((listener, addr)) = long {
+            tracing::info!(%addr, "long link listening");
             tasks.spawn(accept_loop(
                 listener,
                 Link::Long,
@@ -489,8 +472,8 @@ impl Server {
                 stop_rx.clone(),
             ));
         }
-        if let Some(listener) = short {
-            tracing::info!(addr = %short_addr.unwrap_or_else(|| unreachable!()), "short link listening");
+        if let Some((listener, addr)) = short {
+            tracing::info!(%addr, "short link listening");
             tasks.spawn(accept_loop(
                 listener,
                 Link::Short,
@@ -509,6 +492,22 @@ impl Server {
             tasks,
         })
     }
+}
+
+/// Binds a listener on `addr` (if any) and reads back the bound address.
+async fn bind(addr: Option<SocketAddr>) -> Result<Option<(TcpListener, SocketAddr)>, ServerError> {
+    let Some(addr) = addr else {
+        return Ok(None);
+    };
+    let bound = async {
+        let listener = TcpListener::bind(addr).await?;
+        let local = listener.local_addr()?;
+        Ok::<_, io::Error>((listener, local))
+    };
+    bound
+        .await
+        .map(Some)
+        .map_err(|source| ServerError::Bind { addr, source })
 }
 
 /// A running server. Dropping it stops the server too (without waiting for
