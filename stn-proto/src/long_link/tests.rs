@@ -1407,7 +1407,7 @@ proptest::proptest! {
 
     #[test]
     fn random_driving_keeps_the_invariants(
-        profile in proptest::sample::select(vec![Profile::Stn, Profile::Mars]),
+        profile in proptest::sample::select(Profile::ALL.to_vec()),
         identify: bool,
         ops in proptest::collection::vec(model::op(), 1..120),
     ) {
