@@ -17,7 +17,7 @@ fn main() {
         .nth(1)
         .and_then(|s| s.parse().ok())
         .unwrap_or(1);
-    let server = "10.0.0.2:8080".parse().unwrap();
+    let server: std::net::SocketAddr = "10.0.0.2:8080".parse().unwrap();
     let links: [(&str, PathConditions); 3] = [
         (
             "3G + 30%",
@@ -40,7 +40,7 @@ fn main() {
         for (cname, stack, timeout) in clients.clone() {
             let mut sim = Simulation::new(seed);
             sim.keep_trace_events(false);
-            sim.add_host(server, PathSchedule::constant(link));
+            sim.add_host(server.ip(), PathSchedule::constant(link));
             sim.listen(server, FixedResponseApp::new(100, Duration::ZERO))
                 .unwrap();
             let mut cfg = FreshConnConfig::okhttp_2017(server);

@@ -24,6 +24,9 @@ pub enum ServerAction {
     Close,
     /// Abortive close (RST).
     Abort,
+    /// Call [`ServerApp::on_wakeup`] for this connection (server-initiated
+    /// sends: pushes, heartbeats).
+    Wake,
 }
 
 /// Actions an application schedules in reply to a callback, each after a
@@ -48,6 +51,11 @@ impl ServerReplies {
     /// Resets the connection after `delay`.
     pub fn abort(&mut self, delay: Duration) {
         self.actions.push((delay, ServerAction::Abort));
+    }
+
+    /// Calls [`ServerApp::on_wakeup`] for this connection after `delay`.
+    pub fn wake(&mut self, delay: Duration) {
+        self.actions.push((delay, ServerAction::Wake));
     }
 
     /// The scheduled actions.
@@ -87,6 +95,10 @@ pub trait ServerApp {
 
     /// The connection was reset or timed out; it is gone.
     fn on_reset(&mut self, _now: Instant, _conn: ServerConnId) {}
+
+    /// A wake-up requested with [`ServerReplies::wake`] came due (only while
+    /// the connection exists).
+    fn on_wakeup(&mut self, _now: Instant, _conn: ServerConnId, _replies: &mut ServerReplies) {}
 }
 
 /// How a port treats connection attempts.
@@ -235,6 +247,15 @@ impl ServerHost {
             }
             ServerAction::Close => hc.conn.close(now),
             ServerAction::Abort => hc.conn.abort(now),
+            ServerAction::Wake => {
+                if let Some(PortMode::Listen(app)) = self.ports.get_mut(&hc.port) {
+                    let mut replies = ServerReplies::default();
+                    app.on_wakeup(now, id, &mut replies);
+                    for (delay, action) in replies.actions {
+                        out.actions.push((now + delay, id, action));
+                    }
+                }
+            }
         }
         self.drive(now, id, out);
     }

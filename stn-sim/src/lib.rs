@@ -19,7 +19,54 @@
 //!   (stn-proto's engine, peer models) act — [`client::SimClient`];
 //! - [`fresh_conn`]: the "fresh connection per request" HTTP client, the
 //!   skeleton of the OkHttp-2017 peer;
-//! - [`sim`]: the [`Simulation`] event loop; [`trace`]: the trace and hash.
+//! - [`sim`]: the [`Simulation`] event loop; [`trace`]: the trace and hash;
+//! - [`http`]: just enough HTTP/1.1 framing for the simulated short link.
+//!
+//! Topology: one client host (`10.0.0.1`, ephemeral ports from 32768) and
+//! any number of server hosts, each behind its own [`path::PathSchedule`]
+//! (two independent directions). Clients on the client host share the paths.
+//!
+//! Determinism: events at the same instant run in the order they were
+//! scheduled; loss and jitter of a path direction use their own streams
+//! (keyed by the server address), so adding a host or jitter does not move
+//! another path's losses; no hash maps, no clocks.
+//!
+//! What is modelled and what is not: see [`link`] (processing order,
+//! FIFO jitter) and [`tcp`] (handshake, windows, timers, simplifications).
+//! Not modelled at all yet: DNS, TLS, IPv6-specific behaviour, network
+//! change notifications to clients, middleboxes.
+//!
+//! ```
+//! use stn_sim::{Simulation, client::{ClientCx, SimClient}, socket::{SocketEvent, SocketId}};
+//! use stn_sim::{host::PortMode, path::PathSchedule, preset::Preset, tcp::TcpStack};
+//! use stn_proto::{net::ConnectError, time::Instant};
+//!
+//! /// Connects once and remembers how it ended.
+//! struct Probe(Option<(Instant, SocketEvent)>);
+//! impl SimClient for Probe {
+//!     fn start(&mut self, cx: &mut ClientCx<'_>) {
+//!         cx.connect("10.0.0.2:80".parse().unwrap());
+//!     }
+//!     fn on_socket_event(&mut self, cx: &mut ClientCx<'_>, _s: SocketId, ev: SocketEvent) {
+//!         self.0 = Some((cx.now(), ev));
+//!     }
+//!     fn on_wakeup(&mut self, _cx: &mut ClientCx<'_>) {}
+//!     fn is_finished(&self) -> bool {
+//!         self.0.is_some()
+//!     }
+//! }
+//!
+//! let mut sim = Simulation::new(1);
+//! sim.add_host("10.0.0.2".parse().unwrap(), PathSchedule::constant(Preset::FullLoss.conditions()))
+//!     .set_port(80, PortMode::BlackHole);
+//! let id = sim.add_client(Probe(None), TcpStack::xnu());
+//! sim.run_until_finished(Instant::from_secs(600));
+//! // xnu gives up at its 75 s connection-establishment limit.
+//! assert_eq!(
+//!     sim.client(id).0,
+//!     Some((Instant::from_secs(75), SocketEvent::ConnectFailed(ConnectError::TimedOut)))
+//! );
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod apps;

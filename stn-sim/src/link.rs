@@ -98,7 +98,8 @@ pub struct LinkConditions {
     pub delay: Duration,
     /// Half-width of the uniform delay jitter (`delay ± jitter`).
     pub jitter: Duration,
-    /// Bottleneck rate in bits per second; `None` = unlimited (no queue).
+    /// Bottleneck rate in bits per second; `None` (or `Some(0)`) = unlimited
+    /// (no serialization delay, no queue).
     pub bandwidth_bps: Option<u64>,
     /// Capacity of the bottleneck queue in packets, counting the one being
     /// serialized (dummynet's default is 50 slots).
@@ -273,7 +274,7 @@ impl Link {
             self.stats.lost += 1;
             return LinkVerdict::Lost;
         }
-        let finish = if c.bandwidth_bps.is_some() {
+        let finish = if c.bandwidth_bps.is_some_and(|b| b > 0) {
             while self.in_queue.front().is_some_and(|f| *f <= now) {
                 self.in_queue.pop_front();
             }

@@ -3,7 +3,7 @@
 
 use stn_proto::time::Instant;
 
-use crate::link::{LinkConditions, LinkSchedule, LossModel};
+use crate::link::{GilbertElliott, LinkConditions, LinkSchedule, LossModel};
 
 /// Which way a packet travels.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -41,6 +41,14 @@ impl PathConditions {
     /// [`PathConditions::with_loss`] with Bernoulli loss of `percent` each way.
     pub fn with_loss_percent(self, percent: f64) -> Self {
         self.with_loss(LossModel::percent(percent))
+    }
+
+    /// [`PathConditions::with_loss`] with Gilbert–Elliott bursty loss of
+    /// average `rate` (0..1) in bursts of `mean_burst` packets, each way.
+    pub fn with_bursty_loss(self, rate: f64, mean_burst: f64) -> Self {
+        self.with_loss(LossModel::GilbertElliott(
+            GilbertElliott::with_rate_and_burst(rate, mean_burst),
+        ))
     }
 
     /// The same path with every packet lost (an outage); delay and bandwidth

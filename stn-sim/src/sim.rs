@@ -47,9 +47,9 @@ struct Slot<C> {
 /// use stn_sim::{host::PortMode, path::PathSchedule, preset::Preset, tcp::TcpStack};
 /// use stn_proto::time::{Duration, Instant};
 ///
-/// let server = "10.0.0.2:8080".parse().unwrap();
+/// let server: std::net::SocketAddr = "10.0.0.2:8080".parse().unwrap();
 /// let mut sim = Simulation::new(7);
-/// sim.add_host(server, PathSchedule::constant(Preset::ThreeG.conditions()))
+/// sim.add_host(server.ip(), PathSchedule::constant(Preset::ThreeG.conditions()))
 ///     .set_port(8080, PortMode::Listen(Box::new(FixedResponseApp::new(100, Duration::ZERO))));
 /// let mut cfg = FreshConnConfig::okhttp_2017(server);
 /// cfg.max_calls = 3;
@@ -76,9 +76,10 @@ impl<C: SimClient> Simulation<C> {
         }
     }
 
-    /// Keeps only the trace hash, not the events (for long runs).
+    /// Whether the trace keeps events (default) or only their hash and
+    /// count (for long runs). The hash is the same either way.
     pub fn keep_trace_events(&mut self, keep: bool) {
-        self.net.trace = Trace::new(keep);
+        self.net.trace.set_keep_events(keep);
     }
 
     /// The root seed.
@@ -86,14 +87,14 @@ impl<C: SimClient> Simulation<C> {
         self.net.seed()
     }
 
-    /// Adds a Linux server host at `addr`'s IP (the port is ignored here)
-    /// behind `path`; configure its ports on the returned host. Adding the
-    /// same IP again replaces host and path.
-    pub fn add_host(&mut self, addr: SocketAddr, path: PathSchedule) -> &mut ServerHost {
-        self.add_host_with_stack(addr.ip(), path, TcpStack::linux_classic())
+    /// Adds a Linux server host at `ip` behind `path`; configure its ports on
+    /// the returned host (unconfigured ports refuse). Adding the same IP
+    /// again replaces host and path.
+    pub fn add_host(&mut self, ip: IpAddr, path: PathSchedule) -> &mut ServerHost {
+        self.add_host_with_stack(ip, path, TcpStack::linux_classic())
     }
 
-    /// [`Simulation::add_host`] with an explicit stack and a bare IP.
+    /// [`Simulation::add_host`] with an explicit server stack.
     pub fn add_host_with_stack(
         &mut self,
         ip: IpAddr,

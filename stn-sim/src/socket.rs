@@ -47,7 +47,16 @@ impl SocketEvent {
             SocketEvent::Connected => h.write_u8(1),
             SocketEvent::ConnectFailed(e) => {
                 h.write_u8(2);
-                h.write(e.to_string().as_bytes());
+                let (code, os) = match e {
+                    ConnectError::Refused => (1, 0),
+                    ConnectError::Reset => (2, 0),
+                    ConnectError::TimedOut => (3, 0),
+                    ConnectError::Unreachable => (4, 0),
+                    ConnectError::AttemptTimeout => (5, 0),
+                    ConnectError::Other(os) => (6, *os),
+                };
+                h.write_u8(code);
+                h.write(&os.to_le_bytes());
             }
             SocketEvent::Data(b) => {
                 h.write_u8(3);

@@ -5,6 +5,7 @@
 //! (no `std` hasher, whose output may change between releases or be randomly
 //! keyed), so two runs agree bit for bit exactly when their hashes agree.
 
+use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
 use stn_proto::time::Instant;
@@ -168,6 +169,92 @@ impl TraceEvent {
     }
 }
 
+/// Right-aligns a time for one-line event listings.
+fn pad(at: &Instant) -> String {
+    format!("{:>12}", format!("{at:?}"))
+}
+
+fn flag_letters(bits: u8) -> String {
+    let mut s = String::new();
+    for (bit, c) in [(0x02, 'S'), (0x01, 'F'), (0x04, 'R'), (0x10, '.')] {
+        if bits & bit != 0 {
+            s.push(c);
+        }
+    }
+    s
+}
+
+impl fmt::Display for PacketRecord {
+    /// `10.0.0.1:32768 > 10.0.0.2:8080 [S.] seq=0 ack=1 len=0`
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{} > {} [{}] seq={} ack={} len={}",
+            self.src,
+            self.dst,
+            flag_letters(self.flags),
+            self.seq,
+            self.ack,
+            self.len
+        )
+    }
+}
+
+impl fmt::Display for TraceEvent {
+    /// One line per event, tcpdump-like, for debugging failed runs.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let dir = |d: &Direction| match d {
+            Direction::Up => "up  ",
+            Direction::Down => "down",
+        };
+        match self {
+            TraceEvent::Delivered { at, dir: d, packet } => {
+                write!(f, "{} {} deliver {packet}", pad(at), dir(d))
+            }
+            TraceEvent::Dropped {
+                at,
+                dir: d,
+                reason,
+                packet,
+            } => {
+                write!(f, "{} {} DROP({reason:?}) {packet}", pad(at), dir(d))
+            }
+            TraceEvent::Socket {
+                at,
+                client,
+                socket,
+                event,
+            } => match event {
+                SocketEvent::Data(b) => {
+                    write!(
+                        f,
+                        "{} client {} socket {}: data {} bytes",
+                        pad(at),
+                        client.0,
+                        socket.0,
+                        b.len()
+                    )
+                }
+                other => write!(
+                    f,
+                    "{} client {} socket {}: {other:?}",
+                    pad(at),
+                    client.0,
+                    socket.0
+                ),
+            },
+            TraceEvent::Note {
+                at,
+                client,
+                label,
+                value,
+            } => {
+                write!(f, "{} client {} note {label} = {value}", pad(at), client.0)
+            }
+        }
+    }
+}
+
 /// The trace of one run: a running hash plus, optionally, the events.
 #[derive(Clone, Debug)]
 pub struct Trace {
@@ -193,6 +280,11 @@ impl Trace {
             keep: keep_events,
             events: Vec::new(),
         }
+    }
+
+    /// Starts or stops keeping events (the hash always covers everything).
+    pub fn set_keep_events(&mut self, keep: bool) {
+        self.keep = keep;
     }
 
     /// The hash of everything recorded so far.
@@ -320,6 +412,16 @@ fn hash_packet(h: &mut Fnv64, p: &PacketRecord) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn events_print_one_line_each() {
+        let mut t = Trace::new(true);
+        t.note(Instant::from_millis(1500), ClientId(2), "call-ok", 7);
+        assert_eq!(
+            t.events()[0].to_string(),
+            "        1.5s client 2 note call-ok = 7"
+        );
+    }
 
     #[test]
     fn fnv_known_vectors() {

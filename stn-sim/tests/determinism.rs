@@ -17,7 +17,7 @@ fn run(seed: u64) -> (u64, u64, usize) {
     c.down.jitter = Duration::from_millis(20);
     c.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(0.3, 3.0));
     let mut sim = Simulation::new(seed);
-    sim.add_host(server(), PathSchedule::constant(c));
+    sim.add_host(server().ip(), PathSchedule::constant(c));
     sim.listen(
         server(),
         FixedResponseApp::new(2000, Duration::from_millis(5)),

@@ -23,7 +23,7 @@ fn cfg(calls: u64) -> FreshConnConfig {
 fn clean_path_call_takes_two_rtts_plus_serialization() {
     let c = Preset::LossPercent(0.0).conditions();
     let mut sim = Simulation::new(1);
-    sim.add_host(server(), PathSchedule::constant(c));
+    sim.add_host(server().ip(), PathSchedule::constant(c));
     sim.listen(
         server(),
         FixedResponseApp::new(100, Duration::from_millis(7)),
@@ -47,7 +47,7 @@ fn clean_path_call_takes_two_rtts_plus_serialization() {
 fn full_loss_fails_every_call_at_the_connect_timeout() {
     let mut sim = Simulation::new(2);
     sim.add_host(
-        server(),
+        server().ip(),
         PathSchedule::constant(Preset::FullLoss.conditions()),
     );
     sim.listen(server(), FixedResponseApp::new(100, Duration::ZERO))
@@ -67,7 +67,7 @@ fn full_loss_fails_every_call_at_the_connect_timeout() {
 fn silent_server_fails_at_the_read_timeout() {
     let c = Preset::LossPercent(0.0).conditions();
     let mut sim = Simulation::new(3);
-    sim.add_host(server(), PathSchedule::constant(c))
+    sim.add_host(server().ip(), PathSchedule::constant(c))
         .set_port(8080, PortMode::Listen(Box::new(SilentApp)));
     let id = sim.add_client(FreshConnClient::new(cfg(1)), TcpStack::linux_classic());
     sim.run_until_finished(Instant::from_secs(60));
@@ -83,7 +83,7 @@ fn silent_server_fails_at_the_read_timeout() {
 fn refused_port_fails_the_call_at_once() {
     let c = Preset::LossPercent(0.0).conditions();
     let mut sim = Simulation::new(4);
-    sim.add_host(server(), PathSchedule::constant(c))
+    sim.add_host(server().ip(), PathSchedule::constant(c))
         .set_port(8080, PortMode::Refuse);
     let id = sim.add_client(FreshConnClient::new(cfg(2)), TcpStack::linux_classic());
     sim.run_until_finished(Instant::from_secs(60));
@@ -108,7 +108,7 @@ fn sensitivity_run_matches_the_syn_schedule_and_the_10s_timeout() {
     for (r, expect_ok_at) in [(5u64, Some(7u64)), (10, None)] {
         let mut sim = Simulation::new(r);
         sim.add_host(
-            server(),
+            server().ip(),
             PathSchedule::outage(base, Instant::ZERO, Instant::from_secs(r)),
         );
         sim.listen(server(), FixedResponseApp::new(100, Duration::ZERO))
@@ -141,7 +141,7 @@ fn lossy_3g_benchmark_shape() {
     let mut sim = Simulation::new(30);
     sim.keep_trace_events(false);
     sim.add_host(
-        server(),
+        server().ip(),
         PathSchedule::constant(Preset::ThreeG.conditions().with_loss_percent(30.0)),
     );
     sim.listen(server(), FixedResponseApp::new(100, Duration::ZERO))

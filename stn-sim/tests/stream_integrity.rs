@@ -65,7 +65,7 @@ fn conditions(loss_pct: u8, bursty: bool, jitter_ms: u64, bps: Option<u64>) -> L
 fn run(seed: u64, size: usize, link: LinkConditions, stack: TcpStack) -> (EchoCheck, u64) {
     let mut sim = Simulation::new(seed);
     sim.add_host(
-        server(),
+        server().ip(),
         PathSchedule::constant(PathConditions::symmetric(link)),
     );
     sim.listen(

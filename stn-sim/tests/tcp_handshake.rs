@@ -32,7 +32,7 @@ fn syn_schedules_against_a_black_hole() {
         let owd = Duration::from_millis(30);
         let mut sim = Simulation::new(1);
         sim.add_host(
-            server(),
+            server().ip(),
             PathSchedule::constant(PathConditions::symmetric(LinkConditions::with_delay(owd))),
         )
         .set_port(8080, PortMode::BlackHole);
@@ -66,7 +66,7 @@ fn outage_then_recovery_connects_at_the_first_syn_after_the_outage() {
         for r in [5u64, 10, 15, 20, 25, 30] {
             let mut sim = Simulation::new(r);
             sim.add_host(
-                server(),
+                server().ip(),
                 PathSchedule::outage(base, Instant::ZERO, Instant::from_secs(r)),
             )
             .set_port(8080, PortMode::Listen(Box::new(SilentApp)));
@@ -121,7 +121,7 @@ fn outage_predictions_match_the_published_table() {
 fn refused_port_fails_after_one_rtt() {
     let base = Preset::ThreeG.conditions();
     let mut sim = Simulation::new(3);
-    sim.add_host(server(), PathSchedule::constant(base))
+    sim.add_host(server().ip(), PathSchedule::constant(base))
         .set_port(8080, PortMode::Refuse);
     let id = sim.add_client(OneShot::new(server(), vec![], 0), TcpStack::linux_classic());
     sim.run_until_finished(Instant::from_secs(10));
@@ -138,7 +138,7 @@ fn refused_port_fails_after_one_rtt() {
 fn unconfigured_port_refuses_and_unknown_host_times_out() {
     let mut sim = Simulation::new(4);
     sim.add_host(
-        server(),
+        server().ip(),
         PathSchedule::constant(Preset::LossPercent(0.0).conditions()),
     );
     let refused = sim.add_client(
@@ -176,7 +176,7 @@ fn server_retransmits_syn_ack_when_it_is_lost() {
     path.down = stn_sim::link::LinkSchedule::constant(base.down.outage())
         .then_at(Instant::from_millis(2500), base.down);
     let mut sim = Simulation::new(5);
-    sim.add_host(server(), path)
+    sim.add_host(server().ip(), path)
         .set_port(8080, PortMode::Listen(Box::new(SilentApp)));
     let stack = TcpStack {
         syn_schedule: SynSchedule::Custom {

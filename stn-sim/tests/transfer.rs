@@ -20,14 +20,15 @@ fn upload_64k_on_3g_takes_serialization_plus_propagation() {
     const SIZE: usize = 64 * 1024;
     let c = Preset::ThreeG.conditions();
     let mut sim = Simulation::new(11);
-    sim.add_host(server(), PathSchedule::constant(c)).set_port(
-        8080,
-        PortMode::Listen(Box::new(SinkApp {
-            expect: SIZE,
-            reply_len: 1,
-            got: 0,
-        })),
-    );
+    sim.add_host(server().ip(), PathSchedule::constant(c))
+        .set_port(
+            8080,
+            PortMode::Listen(Box::new(SinkApp {
+                expect: SIZE,
+                reply_len: 1,
+                got: 0,
+            })),
+        );
     let id = sim.add_client(
         OneShot::new(server(), vec![0x5a; SIZE], 1),
         TcpStack::linux_classic(),
@@ -86,7 +87,7 @@ fn lost_request_is_retransmitted_with_exponential_backoff() {
         .then_at(Instant::from_millis(50), base.up.outage())
         .then_at(Instant::from_millis(1500), base.up);
     let mut sim = Simulation::new(12);
-    sim.add_host(server(), path).set_port(
+    sim.add_host(server().ip(), path).set_port(
         8080,
         PortMode::Listen(Box::new(FixedResponseApp::new(10, Duration::ZERO))),
     );
@@ -117,14 +118,15 @@ fn bulk_transfer_survives_heavy_loss_both_ways() {
     let size = 40_000;
     let c = Preset::ThreeG.conditions().with_loss_percent(20.0);
     let mut sim = Simulation::new(13);
-    sim.add_host(server(), PathSchedule::constant(c)).set_port(
-        8080,
-        PortMode::Listen(Box::new(SinkApp {
-            expect: size,
-            reply_len: 5000,
-            got: 0,
-        })),
-    );
+    sim.add_host(server().ip(), PathSchedule::constant(c))
+        .set_port(
+            8080,
+            PortMode::Listen(Box::new(SinkApp {
+                expect: size,
+                reply_len: 5000,
+                got: 0,
+            })),
+        );
     let id = sim.add_client(OneShot::new(server(), vec![1; size], 5000), TcpStack::xnu());
     sim.run_until_finished(Instant::from_secs(600));
     let client = sim.client(id);
@@ -138,14 +140,15 @@ fn download_64k_on_3g_slow_start_leaves_one_idle_gap() {
     const SIZE: usize = 64 * 1024;
     let c = Preset::ThreeG.conditions();
     let mut sim = Simulation::new(14);
-    sim.add_host(server(), PathSchedule::constant(c)).set_port(
-        8080,
-        PortMode::Listen(Box::new(SinkApp {
-            expect: 100,
-            reply_len: SIZE,
-            got: 0,
-        })),
-    );
+    sim.add_host(server().ip(), PathSchedule::constant(c))
+        .set_port(
+            8080,
+            PortMode::Listen(Box::new(SinkApp {
+                expect: 100,
+                reply_len: SIZE,
+                got: 0,
+            })),
+        );
     let id = sim.add_client(
         OneShot::new(server(), vec![0; 100], SIZE),
         TcpStack::linux_classic(),

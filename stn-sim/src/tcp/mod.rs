@@ -53,6 +53,11 @@ impl Flags {
     /// ACK.
     pub const ACK: Flags = Flags(0x10);
 
+    /// Flags from raw bits (as recorded in a [`crate::trace::PacketRecord`]).
+    pub const fn from_bits(bits: u8) -> Flags {
+        Flags(bits)
+    }
+
     /// The raw bits.
     pub const fn bits(self) -> u8 {
         self.0
