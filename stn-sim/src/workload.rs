@@ -276,9 +276,9 @@ impl Ledger {
 /// use stn_sim::workload::{SequentialConfig, SequentialWorkload, WorkloadStats};
 /// use stn_proto::time::{Duration, Instant};
 ///
-/// let server = "10.0.0.2:8080".parse().unwrap();
+/// let server: std::net::SocketAddr = "10.0.0.2:8080".parse().unwrap();
 /// let mut sim = Simulation::new(1);
-/// sim.add_host(server, PathSchedule::constant(Preset::ThreeG.conditions()));
+/// sim.add_host(server.ip(), PathSchedule::constant(Preset::ThreeG.conditions()));
 /// sim.listen(server, FixedResponseApp::new(100, Duration::ZERO)).unwrap();
 /// let peer = OkHttp2017::benchmarked(server, Kernel::LinuxClassic);
 /// let stack = peer.stack();

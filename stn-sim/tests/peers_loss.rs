@@ -94,7 +94,7 @@ fn run(peer: Peer, seed: u64, loss: f64) -> (Vec<CallRecord>, u64) {
     sim.keep_trace_events(false);
     for i in 0..hosts {
         sim.add_host(
-            server(i),
+            server(i).ip(),
             PathSchedule::constant(Preset::ThreeG.conditions().with_loss_percent(loss)),
         );
         if keep_alive {
@@ -158,7 +158,7 @@ fn okhttp_2017_is_exactly_the_fresh_connection_client() {
     // `FreshConnClient` directly.
     let path = PathSchedule::constant(Preset::ThreeG.conditions().with_loss_percent(30.0));
     let mut direct = Simulation::new(11);
-    direct.add_host(server(0), path.clone());
+    direct.add_host(server(0).ip(), path.clone());
     direct
         .listen(server(0), FixedResponseApp::new(100, Duration::ZERO))
         .unwrap();
@@ -168,7 +168,7 @@ fn okhttp_2017_is_exactly_the_fresh_connection_client() {
     direct.run_until_finished(Instant::from_secs(100_000));
 
     let mut wrapped = Simulation::new(11);
-    wrapped.add_host(server(0), path);
+    wrapped.add_host(server(0).ip(), path);
     wrapped
         .listen(server(0), FixedResponseApp::new(100, Duration::ZERO))
         .unwrap();

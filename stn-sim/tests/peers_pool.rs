@@ -46,7 +46,7 @@ fn sequential(
 
 fn one_host(app: impl ServerApp + 'static) -> Simulation<SequentialWorkload<PeerClient>> {
     let mut sim = Simulation::new(1);
-    sim.add_host(server(0), PathSchedule::constant(clean()));
+    sim.add_host(server(0).ip(), PathSchedule::constant(clean()));
     sim.listen(server(0), app).unwrap();
     sim
 }
@@ -160,9 +160,9 @@ fn a_read_timeout_after_the_request_is_never_retried() {
 /// Two routes: the first black-holed, the second healthy.
 fn dead_then_live() -> Simulation<SequentialWorkload<PeerClient>> {
     let mut sim = Simulation::new(2);
-    sim.add_host(server(0), PathSchedule::constant(clean()))
+    sim.add_host(server(0).ip(), PathSchedule::constant(clean()))
         .set_port(8080, PortMode::BlackHole);
-    sim.add_host(server(1), PathSchedule::constant(clean()));
+    sim.add_host(server(1).ip(), PathSchedule::constant(clean()));
     sim.listen(server(1), FixedResponseApp::new(100, Duration::ZERO))
         .unwrap();
     sim
@@ -197,7 +197,7 @@ fn racing_skips_a_dead_first_address() {
 #[test]
 fn idle_connections_expire_after_the_keep_alive() {
     let mut sim = Simulation::new(3);
-    sim.add_host(server(0), PathSchedule::constant(clean()));
+    sim.add_host(server(0).ip(), PathSchedule::constant(clean()));
     sim.listen(server(0), KeepAliveApp::new(100, Duration::ZERO))
         .unwrap();
     let client = OkHttp5::recommended(vec![server(0)], Kernel::LinuxClassic);

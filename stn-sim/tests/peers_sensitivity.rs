@@ -43,7 +43,7 @@ fn single_call<C: CallClient>(
     let mut sim = Simulation::new(7);
     for i in 0..hosts {
         sim.add_host(
-            server(i),
+            server(i).ip(),
             PathSchedule::outage(base(), Instant::ZERO, Instant::ZERO + r),
         );
         if keep_alive {
