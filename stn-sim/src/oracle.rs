@@ -187,15 +187,52 @@ impl PhysicalLimit {
         messages: &[Message],
         horizon: Instant,
     ) -> Option<OracleRun> {
-        let mut up = self.up.clone();
-        let mut down = self.down.clone();
+        let (mut up, mut down) = (self.up.clone(), self.down.clone());
+        self.run_on(&mut up, &mut down, knowledge, t0, messages, horizon)
+    }
+
+    /// `calls` calls back to back from `t0` (the benchmark loop: each starts
+    /// when the previous completed), on one continuing link state, so every
+    /// call meets fresh loss draws. Stops early at the first call that
+    /// cannot complete by `horizon`.
+    pub fn run_sequence(
+        &self,
+        knowledge: Knowledge,
+        t0: Instant,
+        messages: &[Message],
+        calls: usize,
+        horizon: Instant,
+    ) -> Vec<OracleRun> {
+        let (mut up, mut down) = (self.up.clone(), self.down.clone());
+        let mut runs = Vec::with_capacity(calls);
+        let mut start = t0;
+        for _ in 0..calls {
+            let Some(run) = self.run_on(&mut up, &mut down, knowledge, start, messages, horizon)
+            else {
+                break;
+            };
+            start = run.completed;
+            runs.push(run);
+        }
+        runs
+    }
+
+    fn run_on(
+        &self,
+        up: &mut Link,
+        down: &mut Link,
+        knowledge: Knowledge,
+        t0: Instant,
+        messages: &[Message],
+        horizon: Instant,
+    ) -> Option<OracleRun> {
         let mut ready = t0;
         let mut arrivals = Vec::with_capacity(messages.len());
         let mut packets_sent = 0u64;
         for m in messages {
             let link = match m.dir {
-                Direction::Up => &mut up,
-                Direction::Down => &mut down,
+                Direction::Up => &mut *up,
+                Direction::Down => &mut *down,
             };
             let start = ready + m.after;
             let arrival = self.deliver(
