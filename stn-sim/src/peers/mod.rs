@@ -16,6 +16,20 @@
 //! The pooled, multi-route models share one machine, [`PeerClient`],
 //! configured by a [`PeerConfig`]; the server they talk to for keep-alive
 //! runs is [`KeepAliveApp`].
+//!
+//! What the models give in the sensitivity test (peers.md §3.3; 100% loss
+//! for R s, then 3G; one call at t = 0; completion in s or failure time;
+//! `tests/peers_sensitivity.rs` asserts each cell from the SYN schedules):
+//!
+//! | R | OkHttp 2017 <6.5 | ≥6.5 | OkHttp 60 s connect | NSURLSession | OkHttp 5, 3 IPs | NSURL HE, 3 IPs | oracle |
+//! |---|---|---|---|---|---|---|---|
+//! | 5 | 7.41 | 5.41 | 7.41 | 5.41 | 7.41 | 5.41 | 5.41 |
+//! | 10 | fail@10 | fail@10 | 15.41 | 11.41 | fail@10.5 | 11.41 | 10.41 |
+//! | 15 | fail@10 | fail@10 | 15.41 | 19.41 | fail@10.5 | 19.41 | 15.41 |
+//! | 20 | fail@10 | fail@10 | 31.41 | 35.41 | fail@10.5 | 20.41 | 20.41 |
+//! | 25, 30 | fail@10 | fail@10 | 31.41 | 35.41 | fail@10.5 | 35.41 | R + 0.41 |
+//! | 35 | fail@10 | fail@10 | fail@60 | 35.41 | fail@10.5 | 35.41 | 35.41 |
+//! | 40 | fail@10 | fail@10 | fail@60 | fail@60 | fail@10.5 | fail@60 | 40.41 |
 
 mod keep_alive;
 mod nsurlsession;
