@@ -12,7 +12,7 @@ use crate::tcp::TcpStack;
 /// Both variants: one idle request timer of 60 s
 /// (`timeoutIntervalForRequest`) that starts with the task, covers
 /// connecting and is reset by every received byte (not by the handshake:
-/// a SYN-ACK carries no data — [inf]); no per-attempt connect
+/// a SYN-ACK carries no data; an inference); no per-attempt connect
 /// timeout (xnu's own 75 s limit comes later); no read timeout of its own;
 /// **no retry of a POST** (QA1941 retries only idempotent requests), so a
 /// failed pooled connection fails the call (`-1005`).
