@@ -77,12 +77,15 @@ pub mod host;
 pub mod http;
 pub mod link;
 mod network;
+pub mod oracle;
 pub mod path;
+pub mod peers;
 pub mod preset;
 pub mod sim;
 pub mod socket;
 pub mod tcp;
 pub mod trace;
+pub mod workload;
 
 pub use sim::{RunOutcome, SimError, Simulation};
 pub use stn_proto as proto;
