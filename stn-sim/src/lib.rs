@@ -70,6 +70,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apps;
+pub mod bench;
 pub mod client;
 pub mod event;
 pub mod fresh_conn;
