@@ -7,15 +7,14 @@
 //! (the CLI prints its speed line to stderr/stdout, never into the files).
 //!
 //! ```
-//! use stn_sim::bench::record::{Report, RunRecord};
+//! use stn_sim::bench::record::Report;
 //! use stn_sim::report::report_markdown;
 //! let mut report = Report::new(1);
-//! report.runs.push(RunRecord {
-//!     suite: "loss".into(), scenario: "3g+30%".into(), platform: "android".into(),
-//!     client: "stn".into(), channel: "short".into(), run: 0, successes: 500, attempts: 512,
-//!     total_s: 321.0, mean_s: 0.64, p50_s: 0.41, p95_s: 2.1, p99_s: 4.2,
-//!     completion_s: None, ok: true,
-//! });
+//! report.runs.push(serde_json::from_str(r#"{
+//!     "suite": "loss", "scenario": "3g+30%", "platform": "android", "client": "stn",
+//!     "channel": "short", "run": 0, "successes": 500, "attempts": 512, "total_s": 321.0,
+//!     "mean_s": 0.64, "p50_s": 0.41, "p95_s": 2.1, "p99_s": 4.2, "completion_s": null,
+//!     "ok": true }"#).unwrap());
 //! let md = report_markdown(&report, "stn-sim bench --seed 1");
 //! assert!(md.contains("| 3g+30% | 321.00 (512) |"));
 //! ```
@@ -67,22 +66,41 @@ fn file_stem(parts: &[&str]) -> String {
     s.trim_matches('-').to_owned()
 }
 
-/// Every chart the records allow, as `(file name, chart)`: the loss suite
-/// per platform (`loss-<platform>.svg`) and the sensitivity suite per
-/// platform (`sensitivity-<platform>.svg`).
+/// Every chart the records allow, as `(file name, chart)`:
+/// - `sensitivity-<platform>[-<variant>].svg`: completion against the outage
+///   length, per platform and scenario variant (`outage-Rs` vs `outage-Rs/fit`);
+/// - `<suite>-<platform>.svg`: total time against the loss rate for every
+///   other suite whose scenarios carry a loss rate (`loss-30%`), size suites
+///   excepted.
 pub fn charts(runs: &[RunRecord]) -> Vec<(String, chart::LineChart)> {
     let all: Vec<&RunRecord> = runs.iter().collect();
     let mut out = Vec::new();
     for suite in table::ordered(&all, |r| r.suite.as_str()) {
         let these: Vec<&RunRecord> = all.iter().copied().filter(|r| r.suite == suite).collect();
         for platform in table::ordered(&these, |r| r.platform.as_str()) {
-            let chart = match suite {
-                "loss" => chart::loss_chart(runs, suite, platform),
-                "sensitivity" => chart::sensitivity_chart(runs, suite, platform),
-                _ => None,
-            };
-            if let Some(c) = chart {
-                out.push((format!("{}.svg", file_stem(&[suite, platform])), c));
+            match suite {
+                "sensitivity" => {
+                    let mine: Vec<&RunRecord> = these
+                        .iter()
+                        .copied()
+                        .filter(|r| r.platform == platform)
+                        .collect();
+                    for variant in table::ordered(&mine, |r| table::scenario_variant(&r.scenario).1)
+                    {
+                        if let Some(c) = chart::sensitivity_chart(runs, suite, platform, variant) {
+                            out.push((
+                                format!("{}.svg", file_stem(&[suite, platform, variant])),
+                                c,
+                            ));
+                        }
+                    }
+                }
+                "request_size" | "response_size" => {}
+                _ => {
+                    if let Some(c) = chart::loss_chart(runs, suite, platform) {
+                        out.push((format!("{}.svg", file_stem(&[suite, platform])), c));
+                    }
+                }
             }
         }
     }

@@ -11,7 +11,7 @@
 use plotters::prelude::*;
 
 use crate::bench::record::RunRecord;
-use crate::report::table::{end_time, first_number, loss_percent, ordered};
+use crate::report::table::{end_time, first_number, loss_percent, ordered, scenario_variant};
 
 /// One named line of a chart.
 #[derive(Clone, Debug, PartialEq)]
@@ -198,12 +198,20 @@ pub fn loss_chart(runs: &[RunRecord], suite: &str, platform: &str) -> Option<Lin
 }
 
 /// Completion time per client against the outage length R, for one
-/// platform of the sensitivity suite; runs averaged; failed calls as
-/// crosses at their failure time; the oracle dashed.
-pub fn sensitivity_chart(runs: &[RunRecord], suite: &str, platform: &str) -> Option<LineChart> {
+/// platform and scenario variant (`""` for `outage-Rs`, `fit` for
+/// `outage-Rs/fit`) of the sensitivity suite; runs averaged; failed calls
+/// as crosses at their failure time; the oracle dashed.
+pub fn sensitivity_chart(
+    runs: &[RunRecord],
+    suite: &str,
+    platform: &str,
+    variant: &str,
+) -> Option<LineChart> {
     let these: Vec<&RunRecord> = runs
         .iter()
-        .filter(|r| r.suite == suite && r.platform == platform)
+        .filter(|r| {
+            r.suite == suite && r.platform == platform && scenario_variant(&r.scenario).1 == variant
+        })
         .collect();
     let mut series = Vec::new();
     for client in ordered(&these, |r| r.client.as_str()) {
@@ -245,7 +253,11 @@ pub fn sensitivity_chart(runs: &[RunRecord], suite: &str, platform: &str) -> Opt
         }
     }
     (!series.is_empty()).then(|| LineChart {
-        title: format!("{suite} suite, {platform}: one call into an R-second outage"),
+        title: if variant.is_empty() {
+            format!("{suite} suite, {platform}: one call into an R-second outage")
+        } else {
+            format!("{suite} suite, {platform} ({variant}): one call into an R-second outage")
+        },
         x_label: "outage length R (s)".into(),
         y_label: "completion time (s); × = call failed at".into(),
         series,
@@ -297,7 +309,7 @@ mod tests {
             single("outage-5s", "ios", "oracle", 0, Some(5.41), 0.0),
             single("outage-40s", "ios", "oracle", 0, Some(40.41), 0.0),
         ];
-        let chart = sensitivity_chart(&runs, "sensitivity", "ios").unwrap();
+        let chart = sensitivity_chart(&runs, "sensitivity", "ios", "").unwrap();
         assert_eq!(chart.series[0].points, vec![(5.0, 5.41)]);
         assert_eq!(chart.series[0].failures, vec![(40.0, 60.0)]);
         let svg = chart.to_svg(800, 500).unwrap();

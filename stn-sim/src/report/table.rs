@@ -157,11 +157,13 @@ pub fn completion_cell(r: &RunRecord) -> String {
 ///
 /// ```
 /// use stn_sim::report::table::diff_cell;
-/// # use stn_sim::bench::record::RunRecord;
-/// # fn rec(c: Option<f64>, t: f64) -> RunRecord { RunRecord { suite: "sensitivity".into(),
-/// #   scenario: "outage-35s".into(), platform: "ios".into(), client: "x".into(),
-/// #   channel: "short".into(), run: 0, successes: c.is_some() as u64, attempts: 1, total_s: t,
-/// #   mean_s: t, p50_s: t, p95_s: t, p99_s: t, completion_s: c, ok: c.is_some() } }
+/// # fn rec(c: Option<f64>, t: f64) -> stn_sim::bench::record::RunRecord {
+/// #     serde_json::from_value(serde_json::json!({"suite": "sensitivity",
+/// #         "scenario": "outage-35s", "platform": "ios", "client": "x", "channel": "short",
+/// #         "run": 0, "successes": c.is_some() as u64, "attempts": 1, "total_s": t,
+/// #         "mean_s": t, "p50_s": t, "p95_s": t, "p99_s": t, "completion_s": c,
+/// #         "ok": c.is_some()})).unwrap()
+/// # }
 /// assert_eq!(diff_cell(&rec(Some(5.41), 5.41), &rec(Some(7.41), 7.41)), "2.00");
 /// assert_eq!(diff_cell(&rec(Some(37.2), 37.2), &rec(None, 61.0)), "37.20 suc VS 61.00 fail");
 /// ```
@@ -323,76 +325,102 @@ pub fn sensitivity_pairs<'a>(clients: &[&'a str]) -> Vec<(&'a str, &'a str)> {
     pairs
 }
 
-/// Sensitivity tables, per platform: completion per client (runs joined),
-/// then one published-style difference table per pair.
+/// The variant of a scenario: what follows its first `/` (`outage-20s/fit`
+/// → `fit`, `3g/64KiB-request` → `64KiB-request`), or `""`.
+///
+/// ```
+/// use stn_sim::report::table::scenario_variant;
+/// assert_eq!(scenario_variant("outage-20s/fit"), ("outage-20s", "fit"));
+/// assert_eq!(scenario_variant("loss-30%"), ("loss-30%", ""));
+/// ```
+pub fn scenario_variant(s: &str) -> (&str, &str) {
+    s.split_once('/').unwrap_or((s, ""))
+}
+
+/// Sensitivity tables, per platform and scenario variant (`outage-Rs` and,
+/// say, `outage-Rs/fit` apart): completion per client (runs joined), then
+/// one published-style difference table per pair.
 pub fn sensitivity_tables(suite: &str, runs: &[&RunRecord]) -> String {
     let mut out = String::new();
     for (platform, runs) in by_platform(runs) {
-        let scenarios = ordered(&runs, |r| r.scenario.as_str());
-        let clients = ordered(&runs, |r| r.client.as_str());
-        let row_title = |s: &str| match first_number(s) {
-            Some(r) => format!("{r}s 100% Loss"),
-            None => s.to_owned(),
-        };
-        let mut completion = Table::new(std::iter::once("Config").chain(clients.iter().copied()));
-        for s in &scenarios {
-            completion.rows.push(
-                std::iter::once(row_title(s))
-                    .chain(clients.iter().map(|c| cell(&runs, s, c, completion_cell)))
-                    .collect(),
-            );
-        }
-        out.push_str(&format!(
-            "### {suite} — {platform}: completion time, s (runs R1 / R2 / …)\n\n{}\n",
-            completion.to_markdown()
-        ));
-        let run_ids = {
-            let mut v: Vec<u32> = runs.iter().map(|r| r.run).collect();
-            v.sort_unstable();
-            v.dedup();
-            v
-        };
-        let has_oracle = clients.contains(&"oracle");
-        for (a, b) in sensitivity_pairs(&clients) {
-            let mut header: Vec<String> = run_ids
+        for variant in ordered(&runs, |r| scenario_variant(&r.scenario).1) {
+            let runs: Vec<&RunRecord> = runs
                 .iter()
-                .map(|i| format!("{a} VS {b} R{}", i + 1))
+                .copied()
+                .filter(|r| scenario_variant(&r.scenario).1 == variant)
                 .collect();
-            header.insert(0, "Config".into());
-            if has_oracle {
-                header.push("oracle".into());
-            }
-            let mut t = Table::new(header);
-            for s in &scenarios {
-                let find = |c: &str, i: u32| {
-                    runs.iter()
-                        .copied()
-                        .find(|r| r.scenario == *s && r.client == c && r.run == i)
-                };
-                let mut row = vec![row_title(s)];
-                for &i in &run_ids {
-                    row.push(match (find(a, i), find(b, i)) {
-                        (Some(x), Some(y)) => diff_cell(x, y),
-                        _ => "–".into(),
-                    });
-                }
-                if has_oracle {
-                    row.push(cell(&runs, s, "oracle", completion_cell));
-                }
-                t.rows.push(row);
-            }
-            out.push_str(&format!(
-                "### {suite} — {platform}: {a} VS {b} (s; positive = {a} finished first)\n\n{}\n",
-                t.to_markdown()
-            ));
+            let label = if variant.is_empty() {
+                platform.to_owned()
+            } else {
+                format!("{platform} ({variant})")
+            };
+            out.push_str(&sensitivity_variant_tables(suite, &label, &runs));
         }
     }
     out
 }
 
-/// Splits a size scenario `3g/64KiB-request` into network and variant.
-fn split_size_scenario(s: &str) -> (&str, &str) {
-    s.split_once('/').unwrap_or((s, ""))
+fn sensitivity_variant_tables(suite: &str, label: &str, runs: &[&RunRecord]) -> String {
+    let mut out = String::new();
+    let scenarios = ordered(runs, |r| r.scenario.as_str());
+    let clients = ordered(runs, |r| r.client.as_str());
+    let row_title = |s: &str| match first_number(s) {
+        Some(r) => format!("{r}s 100% Loss"),
+        None => s.to_owned(),
+    };
+    let mut completion = Table::new(std::iter::once("Config").chain(clients.iter().copied()));
+    for s in &scenarios {
+        completion.rows.push(
+            std::iter::once(row_title(s))
+                .chain(clients.iter().map(|c| cell(runs, s, c, completion_cell)))
+                .collect(),
+        );
+    }
+    out.push_str(&format!(
+        "### {suite} — {label}: completion time, s (runs R1 / R2 / …)\n\n{}\n",
+        completion.to_markdown()
+    ));
+    let run_ids = {
+        let mut v: Vec<u32> = runs.iter().map(|r| r.run).collect();
+        v.sort_unstable();
+        v.dedup();
+        v
+    };
+    let has_oracle = clients.contains(&"oracle");
+    for (a, b) in sensitivity_pairs(&clients) {
+        let mut header: Vec<String> = run_ids
+            .iter()
+            .map(|i| format!("{a} VS {b} R{}", i + 1))
+            .collect();
+        header.insert(0, "Config".into());
+        if has_oracle {
+            header.push("oracle".into());
+        }
+        let mut t = Table::new(header);
+        for s in &scenarios {
+            let find = |c: &str, i: u32| {
+                runs.iter()
+                    .copied()
+                    .find(|r| r.scenario == *s && r.client == c && r.run == i)
+            };
+            let mut row = vec![row_title(s)];
+            for &i in &run_ids {
+                row.push(match (find(a, i), find(b, i)) {
+                    (Some(x), Some(y)) => diff_cell(x, y),
+                    _ => "–".into(),
+                });
+            }
+            if has_oracle {
+                row.push(cell(runs, s, "oracle", completion_cell));
+            }
+            t.rows.push(row);
+        }
+        out.push_str(&format!(
+            "### {suite} — {label}: {a} VS {b} (s; positive = {a} finished first)\n\n{}\n",
+            t.to_markdown()
+        ));
+    }
+    out
 }
 
 /// Request/response-size tables, per platform and size variant: rows =
@@ -400,17 +428,17 @@ fn split_size_scenario(s: &str) -> (&str, &str) {
 pub fn size_tables(suite: &str, runs: &[&RunRecord]) -> String {
     let mut out = String::new();
     for (platform, runs) in by_platform(runs) {
-        let variants = ordered(&runs, |r| split_size_scenario(&r.scenario).1);
+        let variants = ordered(&runs, |r| scenario_variant(&r.scenario).1);
         let clients = ordered(&runs, |r| r.client.as_str());
         for v in variants {
             let in_variant: Vec<&RunRecord> = runs
                 .iter()
                 .copied()
-                .filter(|r| split_size_scenario(&r.scenario).1 == v)
+                .filter(|r| scenario_variant(&r.scenario).1 == v)
                 .collect();
             let mut t = Table::new(std::iter::once("Network").chain(clients.iter().copied()));
             for s in ordered(&in_variant, |r| r.scenario.as_str()) {
-                let net = split_size_scenario(s).0;
+                let net = scenario_variant(s).0;
                 t.rows.push(
                     std::iter::once(net.to_owned())
                         .chain(clients.iter().map(|c| cell(&in_variant, s, c, size_cell)))
@@ -451,6 +479,8 @@ pub fn all_tables(runs: &[RunRecord]) -> String {
 pub(crate) mod tests {
     use super::*;
 
+    /// A hand-made record (through JSON, so fields added later with serde
+    /// defaults need no change here).
     pub(crate) fn rec(
         suite: &str,
         scenario: &str,
@@ -458,23 +488,13 @@ pub(crate) mod tests {
         client: &str,
         run: u32,
     ) -> RunRecord {
-        RunRecord {
-            suite: suite.into(),
-            scenario: scenario.into(),
-            platform: platform.into(),
-            client: client.into(),
-            channel: "short".into(),
-            run,
-            successes: 500,
-            attempts: 510,
-            total_s: 250.0,
-            mean_s: 0.5,
-            p50_s: 0.4,
-            p95_s: 1.25,
-            p99_s: 3.0,
-            completion_s: None,
-            ok: true,
-        }
+        serde_json::from_value(serde_json::json!({
+            "suite": suite, "scenario": scenario, "platform": platform, "client": client,
+            "channel": "short", "run": run, "successes": 500, "attempts": 510,
+            "total_s": 250.0, "mean_s": 0.5, "p50_s": 0.4, "p95_s": 1.25, "p99_s": 3.0,
+            "completion_s": null, "ok": true
+        }))
+        .unwrap()
     }
 
     pub(crate) fn single(
@@ -622,6 +642,32 @@ pub(crate) mod tests {
         assert_eq!(diff[2][1], "40.41 suc VS 60.00 fail");
         // The oracle is never a side of a difference table.
         assert!(!md.contains("VS oracle"));
+    }
+
+    #[test]
+    fn sensitivity_variants_get_their_own_tables() {
+        let runs = vec![
+            single("outage-5s", "android", "mars-2017", 0, Some(5.4), 0.0),
+            single("outage-5s/fit", "android", "mars-2017", 0, Some(6.4), 0.0),
+            single("outage-5s", "android", "okhttp-2017-60s", 0, Some(7.4), 0.0),
+            single(
+                "outage-5s/fit",
+                "android",
+                "okhttp-2017-60s",
+                0,
+                Some(7.4),
+                0.0,
+            ),
+        ];
+        let md = all_tables(&runs);
+        assert_eq!(
+            cells(&md, "android: mars-2017 VS")[1],
+            ["5s 100% Loss", "2.00"]
+        );
+        assert_eq!(
+            cells(&md, "android (fit): mars-2017 VS")[1],
+            ["5s 100% Loss", "1.00"]
+        );
     }
 
     #[test]
