@@ -33,6 +33,7 @@ pub mod net;
 pub mod profile;
 pub mod race;
 pub mod rng;
+pub mod short_link;
 pub mod task;
 pub mod time;
 pub mod timeout;
