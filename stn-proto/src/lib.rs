@@ -24,10 +24,12 @@
 
 pub mod ban;
 pub mod codec;
+pub mod engine;
 pub mod error;
 pub mod heartbeat;
 pub mod io;
 pub mod limit;
+pub mod long_link;
 pub mod monitor;
 pub mod net;
 pub mod profile;
