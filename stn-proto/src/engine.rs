@@ -370,10 +370,7 @@ impl Engine {
             },
         );
         let deadline = now + timeout;
-        let total_end = task
-            .total_timeout
-            .filter(|t| !t.is_zero())
-            .map(|t| now + t);
+        let total_end = task.total_timeout.filter(|t| !t.is_zero()).map(|t| now + t);
         let budget_end = match self.config.zombies {
             ZombiePolicy::Off => None,
             ZombiePolicy::TotalTimeoutOnly => total_end,
@@ -452,7 +449,13 @@ impl Engine {
             .collect();
         for id in running {
             self.stop_attempt(now, id);
-            self.attempt_failed(now, id, LocalError::Interrupted.into(), Channel::Short, None);
+            self.attempt_failed(
+                now,
+                id,
+                LocalError::Interrupted.into(),
+                Channel::Short,
+                None,
+            );
         }
         if let Some(long) = self.long.as_mut() {
             long.on_network_change(now);
@@ -518,8 +521,7 @@ impl Engine {
             return;
         }
         self.activity.set_foreground(now, foreground);
-        self.limits
-            .set_active(now, self.activity.is_active(now));
+        self.limits.set_active(now, self.activity.is_active(now));
         if let Some(long) = self.long.as_mut() {
             long.set_foreground(now, foreground);
         }
@@ -975,10 +977,9 @@ impl Engine {
                 continue;
             }
             let long_up = self.long_link_connected();
-            let long_room = self
-                .long
-                .as_ref()
-                .is_some_and(|l| l.is_connected() && l.in_flight() < self.config.long.max_in_flight_tasks);
+            let long_room = self.long.as_ref().is_some_and(|l| {
+                l.is_connected() && l.in_flight() < self.config.long.max_in_flight_tasks
+            });
             let channel = match e.frozen {
                 Some(c) => c,
                 None => match e.channel {
@@ -1131,8 +1132,12 @@ impl Engine {
             packet_gap: self.timeouts.packet_gap_timeout(input.net),
             long_polling: None,
         };
-        let (cmd_id, body, deadline, send_only) =
-            (e.task.cmd_id, e.task.body.clone(), e.deadline, e.task.send_only);
+        let (cmd_id, body, deadline, send_only) = (
+            e.task.cmd_id,
+            e.task.body.clone(),
+            e.deadline,
+            e.task.send_only,
+        );
         let Some(long) = self.long.as_mut() else {
             return false;
         };
@@ -1150,10 +1155,7 @@ impl Engine {
             }
             Err(SendError::NotConnected | SendError::TooManyInFlight) => false,
             Err(SendError::TooLarge { .. }) => {
-                self.finish(
-                    id,
-                    Err(crate::error::ProtocolError::FrameTooLarge.into()),
-                );
+                self.finish(id, Err(crate::error::ProtocolError::FrameTooLarge.into()));
                 true
             }
             Err(SendError::ReservedId(_) | SendError::Duplicate(_)) => {
@@ -1200,7 +1202,9 @@ impl Engine {
                 .collect()
         };
         let max = max.max(1);
-        let mut out = self.history.order(now, &expand(&primary_ips), &mut self.rng);
+        let mut out = self
+            .history
+            .order(now, &expand(&primary_ips), &mut self.rng);
         out.truncate(max);
         if out.len() < max && !backups.is_empty() {
             let more = self.history.order(now, &expand(backups), &mut self.rng);
@@ -1284,7 +1288,8 @@ impl Engine {
         let rtt = self.timeouts.rtt().srtt();
         if let Some(long) = self.long.as_mut() {
             long.connect(now, candidates, rtt, &mut self.ids);
-            self.actions.push_back(Action::LongLink(LinkStatus::Connecting));
+            self.actions
+                .push_back(Action::LongLink(LinkStatus::Connecting));
         }
         self.pump_long(now);
     }
@@ -1324,7 +1329,10 @@ impl Engine {
     /// Drains a short exchange's actions.
     fn pump_short(&mut self, now: Instant, id: TaskId) {
         loop {
-            let Some(action) = self.short.get_mut(&id).and_then(ShortLinkExchange::poll_action)
+            let Some(action) = self
+                .short
+                .get_mut(&id)
+                .and_then(ShortLinkExchange::poll_action)
             else {
                 return;
             };
@@ -1421,7 +1429,8 @@ impl Engine {
     fn note_failure(&mut self, now: Instant, error: &Error) {
         match error {
             Error::Timeout(TimeoutKind::FirstPacket | TimeoutKind::LongPolling) => {
-                self.timeouts.on_timeout(now, AttemptTimeoutKind::FirstPacket);
+                self.timeouts
+                    .on_timeout(now, AttemptTimeoutKind::FirstPacket);
             }
             Error::Timeout(TimeoutKind::PacketGap) => {
                 self.timeouts.on_timeout(now, AttemptTimeoutKind::PacketGap);

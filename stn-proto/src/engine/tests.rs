@@ -60,7 +60,11 @@ impl H {
             out.push(a);
         }
         if let Some(t) = self.e.poll_timeout() {
-            assert!(t >= self.now, "poll_timeout {t:?} before now {:?}", self.now);
+            assert!(
+                t >= self.now,
+                "poll_timeout {t:?} before now {:?}",
+                self.now
+            );
         }
         self.log.extend(out.iter().cloned());
         out
@@ -117,7 +121,13 @@ impl H {
 
     fn outcome(&self, id: TaskId) -> Outcome {
         let f = self.finished(id);
-        assert_eq!(f.len(), 1, "task {id} finished {} times: {:?}", f.len(), self.log);
+        assert_eq!(
+            f.len(),
+            1,
+            "task {id} finished {} times: {:?}",
+            f.len(),
+            self.log
+        );
         f[0].clone()
     }
 
@@ -211,7 +221,9 @@ fn queue_priority_order_and_fifo_within_a_priority() {
 #[test]
 fn several_short_links_run_in_parallel_one_connection_each() {
     let mut h = H::new(short_cfg(Profile::Stn));
-    let ids: Vec<TaskId> = (0..4).map(|i| h.submit(short_task(&format!("t{i}")))).collect();
+    let ids: Vec<TaskId> = (0..4)
+        .map(|i| h.submit(short_task(&format!("t{i}"))))
+        .collect();
     let c = connects(&h.log);
     assert_eq!(c.len(), 4, "one connect per task: {:?}", h.log);
     assert_eq!(h.e.short_in_flight(), 4);
@@ -239,10 +251,16 @@ fn submit_refuses_invalid_full_and_shut_down() {
     );
     h.submit(short_task("a"));
     h.submit(short_task("b"));
-    assert_eq!(h.e.submit(h.now, short_task("c")), Err(SubmitError::QueueFull));
+    assert_eq!(
+        h.e.submit(h.now, short_task("c")),
+        Err(SubmitError::QueueFull)
+    );
     h.e.shutdown(h.now);
     h.drain();
-    assert_eq!(h.e.submit(h.now, short_task("d")), Err(SubmitError::ShutDown));
+    assert_eq!(
+        h.e.submit(h.now, short_task("d")),
+        Err(SubmitError::ShutDown)
+    );
 }
 
 // ------------------------------------------------------------- deadlines ----
@@ -299,7 +317,11 @@ fn mars_retries_after_one_second_and_counts_attempts() {
         vec![1, 2, 3]
     );
     assert!(reports.iter().all(|r| r.error.is_some()));
-    match h.log.iter().find(|a| matches!(a, Action::TaskFinished { .. })) {
+    match h
+        .log
+        .iter()
+        .find(|a| matches!(a, Action::TaskFinished { .. }))
+    {
         Some(Action::TaskFinished { attempts, .. }) => assert_eq!(*attempts, 3),
         other => panic!("{other:?}"),
     }
@@ -313,7 +335,11 @@ fn stn_retries_sooner_than_mars() {
     h.ev(conn, ConnEvent::Connected);
     // First-packet timeout (no RTT known: Mars's 12 s bound), then retry at once.
     let a = h.advance(secs(12) + ms(10));
-    assert_eq!(connects(&a).len(), 1, "immediate retry after a timeout: {a:?}");
+    assert_eq!(
+        connects(&a).len(),
+        1,
+        "immediate retry after a timeout: {a:?}"
+    );
     let r = h.reports(id);
     assert_eq!(r[0].error, Some(Error::Timeout(TimeoutKind::FirstPacket)));
 }
@@ -335,7 +361,10 @@ fn cancel_closes_the_attempt_and_ends_once() {
     h.e.cancel(h.now, id);
     h.drain();
     assert_eq!(h.finished(id).len(), 1);
-    assert_eq!(h.e.poll_timeout(), h.e.long.as_ref().and_then(LongLink::poll_timeout));
+    assert_eq!(
+        h.e.poll_timeout(),
+        h.e.long.as_ref().and_then(LongLink::poll_timeout)
+    );
 }
 
 #[test]
@@ -361,7 +390,10 @@ fn short_link_success_reports_the_attempt() {
     let mut h = H::new(short_cfg(Profile::Stn));
     let id = h.submit(short_task("hello"));
     let (conn, addr) = connects(&h.log)[0];
-    assert_eq!(addr, "10.0.0.1:80".parse().unwrap_or_else(|_| unreachable!()));
+    assert_eq!(
+        addr,
+        "10.0.0.1:80".parse().unwrap_or_else(|_| unreachable!())
+    );
     h.now += ms(30);
     let a = h.ev(conn, ConnEvent::Connected);
     let (_, req) = sends(&a)[0].clone();
@@ -391,7 +423,9 @@ fn short_link_http_error_and_first_packet_timeout_are_retried() {
     h.ev(conn, ConnEvent::Connected);
     h.ev(
         conn,
-        ConnEvent::Received(Bytes::from_static(b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n")),
+        ConnEvent::Received(Bytes::from_static(
+            b"HTTP/1.1 500 Oops\r\nContent-Length: 0\r\n\r\n",
+        )),
     );
     assert_eq!(h.reports(id)[0].error, Some(Error::Http { status: 500 }));
     let a = h.advance(secs(1));
@@ -533,7 +567,10 @@ fn endpoint_reports_feed_the_ban_history() {
     let before = h.log.len();
     h.submit(short_task("y"));
     let c = connects(&h.log[before..]);
-    assert!(c.iter().all(|(_, a)| *a != bad), "banned endpoint skipped: {c:?}");
+    assert!(
+        c.iter().all(|(_, a)| *a != bad),
+        "banned endpoint skipped: {c:?}"
+    );
     // A network change resets bans.
     h.e.network_changed(h.now, NetworkKind::Mobile);
     h.drain();
@@ -598,7 +635,10 @@ fn long_link_pipelines_tasks_matches_by_seq_and_surfaces_pushes() {
     let mut h = H::new(long_cfg(Profile::Stn));
     let mut s = long_up(&mut h);
     let noop = s.frames(&h.log);
-    assert!(noop.iter().any(|f| f.cmd_id == NOOP_CMD_ID), "noop at connect");
+    assert!(
+        noop.iter().any(|f| f.cmd_id == NOOP_CMD_ID),
+        "noop at connect"
+    );
     let ids: Vec<TaskId> = (0..5)
         .map(|i| h.submit(Task::new(100 + i, "", "req").channel(Channel::Long)))
         .collect();
@@ -608,7 +648,11 @@ fn long_link_pipelines_tasks_matches_by_seq_and_surfaces_pushes() {
     assert_eq!(h.e.long_in_flight(), 5);
     // Answer in reverse order; a push in between.
     for f in tasks.iter().rev() {
-        reply(&mut h, &s, Frame::new(f.cmd_id, f.seq, format!("resp{}", f.seq)));
+        reply(
+            &mut h,
+            &s,
+            Frame::new(f.cmd_id, f.seq, format!("resp{}", f.seq)),
+        );
     }
     let a = reply(&mut h, &s, Frame::new(77, 0, "pushed"));
     assert!(a.contains(&Action::Push {
@@ -630,7 +674,10 @@ fn both_channel_uses_long_when_connected_else_short() {
     let mut s = long_up(&mut h);
     let t2 = h.submit(Task::new(5, "/cgi", "b"));
     let f = s.frames(&h.log);
-    assert!(f.iter().any(|f| f.seq == t2.get()), "second on the long link");
+    assert!(
+        f.iter().any(|f| f.seq == t2.get()),
+        "second on the long link"
+    );
     let _ = t1;
 }
 
@@ -638,7 +685,11 @@ fn both_channel_uses_long_when_connected_else_short() {
 fn send_only_completes_when_written() {
     let mut h = H::new(long_cfg(Profile::Mars));
     let mut s = long_up(&mut h);
-    let id = h.submit(Task::new(9, "", "fire").channel(Channel::Long).send_only(true));
+    let id = h.submit(
+        Task::new(9, "", "fire")
+            .channel(Channel::Long)
+            .send_only(true),
+    );
     assert!(s.frames(&h.log).iter().any(|f| f.seq == id.get()));
     let out = h.outcome(id).expect("ok");
     assert_eq!(out.status, None);
@@ -650,7 +701,10 @@ fn long_task_waits_for_the_link_and_identify_is_sent_when_asked() {
     let mut h = H::new(long_cfg(Profile::Stn));
     let id = h.submit(Task::new(3, "", "x").channel(Channel::Long));
     let c = connects(&h.log);
-    let (conn, _) = *c.iter().find(|(_, a)| a.port() == 8080).expect("long connect");
+    let (conn, _) = *c
+        .iter()
+        .find(|(_, a)| a.port() == 8080)
+        .expect("long connect");
     h.ev(conn, ConnEvent::Connected);
     h.e.identify_answer(
         h.now,
@@ -665,8 +719,13 @@ fn long_task_waits_for_the_link_and_identify_is_sent_when_asked() {
         dec: FrameDecoder::new(CodecConfig::default()),
     };
     let frames = s.frames(&h.log);
-    assert!(frames.iter().any(|f| f.cmd_id == 55 && f.body == &b"auth"[..]));
-    let task = frames.iter().find(|f| f.seq == id.get()).expect("task sent");
+    assert!(frames
+        .iter()
+        .any(|f| f.cmd_id == 55 && f.body == b"auth"[..]));
+    let task = frames
+        .iter()
+        .find(|f| f.seq == id.get())
+        .expect("task sent");
     let a = reply(
         &mut h,
         &s,
@@ -700,7 +759,10 @@ fn long_link_timeout_fails_every_running_task_and_they_retry() {
     let rb = h.reports(b);
     assert_eq!(ra[0].error, Some(Error::Timeout(TimeoutKind::FirstPacket)));
     assert_eq!(rb[0].error, Some(LocalError::Interrupted.into()));
-    assert!(h.finished(a).is_empty() && h.finished(b).is_empty(), "both retry");
+    assert!(
+        h.finished(a).is_empty() && h.finished(b).is_empty(),
+        "both retry"
+    );
 }
 
 #[test]
@@ -729,10 +791,7 @@ fn frequency_limit_rejects_the_106th_identical_request() {
             serve_short(&mut h, conn, "ok");
             assert!(h.outcome(id).is_ok());
         } else {
-            assert_eq!(
-                h.outcome(id),
-                Err(Error::Rejected(ErrorLimit::Frequency))
-            );
+            assert_eq!(h.outcome(id), Err(Error::Rejected(ErrorLimit::Frequency)));
         }
         h.advance(ms(10));
     }
@@ -760,9 +819,16 @@ fn flow_limit_rejects_on_mobile() {
 fn network_change_redoes_running_attempts_and_reconnects_at_once() {
     let mut h = H::new(long_cfg(Profile::Stn));
     let s = long_up(&mut h);
-    let short = h.submit(Task::new(0, "/cgi", "s").channel(Channel::Short).retry_count(0));
+    let short = h.submit(
+        Task::new(0, "/cgi", "s")
+            .channel(Channel::Short)
+            .retry_count(0),
+    );
     let long = h.submit(Task::new(4, "", "l").channel(Channel::Long).retry_count(0));
-    let (sconn, _) = *connects(&h.log).iter().find(|(_, a)| a.port() == 80).unwrap_or_else(|| unreachable!());
+    let (sconn, _) = *connects(&h.log)
+        .iter()
+        .find(|(_, a)| a.port() == 80)
+        .unwrap_or_else(|| unreachable!());
     let before = h.log.len();
     h.e.network_changed(h.now, NetworkKind::Mobile);
     let a = h.drain();
@@ -770,7 +836,10 @@ fn network_change_redoes_running_attempts_and_reconnects_at_once() {
     assert!(closed.contains(&sconn) && closed.contains(&s.conn), "{a:?}");
     // Both redone without using a retry (stn), the long link reconnects now.
     let c = connects(&h.log[before..]);
-    assert!(c.iter().any(|(_, a)| a.port() == 8080), "long reconnect: {c:?}");
+    assert!(
+        c.iter().any(|(_, a)| a.port() == 8080),
+        "long reconnect: {c:?}"
+    );
     assert!(c.iter().any(|(_, a)| a.port() == 80), "short redone: {c:?}");
     assert!(h.finished(short).is_empty() && h.finished(long).is_empty());
 }
@@ -798,7 +867,10 @@ fn mars_sensitive_task_fails_without_network_stn_waits() {
     let id = h.submit(short_task("x").network_status_sensitive(true));
     h.advance(secs(5));
     assert!(h.finished(id).is_empty());
-    assert!(connects(&h.log).is_empty(), "nothing dispatched without network");
+    assert!(
+        connects(&h.log).is_empty(),
+        "nothing dispatched without network"
+    );
     h.e.network_available(h.now, NetworkKind::Wifi);
     let a = h.drain();
     let (conn, _) = connects(&a)[0];
