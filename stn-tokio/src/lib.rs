@@ -1,8 +1,13 @@
 //! stn over tokio.
 //!
-//! Not built yet: this crate will own an `stn_proto` engine and execute its
-//! actions with tokio sockets, DNS and timers (the `Client` API, the reference
-//! server and the `stn` CLI). Until then it only re-exports the core.
+//! This crate will own an `stn_proto` engine and execute its actions with
+//! tokio sockets, DNS and timers (the `Client` API). It already holds the
+//! reference [`server`] that speaks the Mars sample protocol, and the `stn`
+//! CLI that runs it.
 #![forbid(unsafe_code)]
 
 pub use stn_proto as proto;
+
+pub mod server;
+
+pub use server::{Fault, Server, ServerConfig, ServerHandle, Stats};

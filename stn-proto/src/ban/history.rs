@@ -286,7 +286,8 @@ impl EndpointHistory {
 
     /// Bans every port of `ip` until `now + duration` (Mars `AddServerBan`,
     /// normally with [`BanConfig::server_ban_time`]). A longer running server
-    /// ban is kept.
+    /// ban is kept. At most [`max_entries`](BanConfig::max_entries) IPs are
+    /// server-banned at once; beyond that the soonest-ending ban is dropped.
     pub fn server_ban(&mut self, now: Instant, ip: IpAddr, duration: Duration) {
         let now = self.clock.observe(now);
         self.server_bans.retain(|_, until| *until > now);
@@ -294,6 +295,17 @@ impl EndpointHistory {
         if until > now {
             let slot = self.server_bans.entry(ip.to_canonical()).or_insert(until);
             *slot = (*slot).max(until);
+        }
+        // Bounded like the history: past the cap, the soonest-ending ban goes.
+        while self.server_bans.len() > self.config.max_entries.max(1) {
+            let soonest = self
+                .server_bans
+                .iter()
+                .min_by_key(|(ip, until)| (**until, **ip))
+                .map(|(ip, _)| *ip);
+            if let Some(ip) = soonest {
+                self.server_bans.remove(&ip);
+            }
         }
     }
 

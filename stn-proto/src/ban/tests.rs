@@ -640,6 +640,34 @@ fn garbage_imports_fail_with_typed_errors_and_change_nothing() {
 }
 
 #[test]
+fn server_bans_are_bounded() {
+    let mut h = EndpointHistory::new(BanConfig {
+        max_entries: 2,
+        ..BanConfig::default()
+    });
+    for i in 0..5u64 {
+        let ip: IpAddr = format!("10.0.0.{i}").parse().unwrap();
+        h.server_ban(T0, ip, mins(10 + i));
+    }
+    let banned: Vec<u64> = (0..5u64)
+        .filter(|i| h.is_banned(T0, a(&format!("10.0.0.{i}:1"))))
+        .collect();
+    assert_eq!(banned, vec![3, 4], "the longest bans are kept");
+}
+
+#[test]
+fn networks_with_overlong_labels_are_not_exported() {
+    let mut h = hist(Profile::Stn);
+    let long = "x".repeat(MAX_LABEL_LEN + 1);
+    h.switch_network(T0, &long);
+    h.record(T0, a("10.0.0.1:80"), false);
+    h.switch_network(T0, "ok");
+    h.record(T0, a("10.0.0.2:80"), false);
+    let mut copy = hist(Profile::Stn);
+    assert_eq!(copy.import(&h.export(500), 500, T0), Ok(1));
+}
+
+#[test]
 fn export_is_deterministic_and_versioned() {
     let build = || {
         let mut h = hist(Profile::Stn);

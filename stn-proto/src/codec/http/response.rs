@@ -320,7 +320,7 @@ impl ResponseParser {
                 }
                 State::Body(Body::UntilClose) => {
                     let rest = &data[pos..];
-                    if self.body.len() + rest.len() > self.limits.max_body_len {
+                    if self.body.len().saturating_add(rest.len()) > self.limits.max_body_len {
                         // Reported as "one past the limit" so the error does
                         // not depend on how the bytes were chunked.
                         return Err(HttpError::BodyTooLarge {
@@ -380,6 +380,7 @@ impl ResponseParser {
             self.head_line(&seg[..seg.len() - 1])?;
         } else {
             let mut line = std::mem::take(&mut self.line);
+            grow(&mut line, seg.len() - 1, self.limits.max_head_len);
             line.extend_from_slice(&seg[..seg.len() - 1]);
             let r = self.head_line(&line);
             if matches!(self.state, State::Head) {

@@ -820,7 +820,7 @@ fn mutated() -> impl Strategy<Value = Vec<u8>> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(512))]
+    #![proptest_config(ProptestConfig::with_cases(2048))]
 
     /// Any split, byte-at-a-time included, parses exactly like the whole buffer.
     #[test]
