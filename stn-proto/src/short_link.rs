@@ -43,7 +43,12 @@
 //!   ([`ConnEvent::ConnectFailed`], [`ConnEvent::Closed`]) gets none. Events
 //!   for ids the exchange does not know, or has closed, are ignored, as is
 //!   everything after the end. `Received` before `Connected` is dropped; a
-//!   duplicate `Connected` is ignored.
+//!   duplicate `Connected` is ignored; `Closed` while connecting is a failed
+//!   connect; `ConnectFailed` after `Connected` is a reset.
+//! - **Invalid requests** (a cgi, host or header the encoder refuses) end the
+//!   exchange at [`ShortLinkExchange::start`], before any connect, with
+//!   [`Error::Local`] ([`TaskError`]). So does a deadline already passed
+//!   ([`TimeoutKind::Task`]).
 //! - **Endpoint reports** ([`EndpointReport`], for the ban history, §4.2): every
 //!   racing attempt that connected or failed (attempts cancelled without a
 //!   verdict — stn's abandoned or lost attempts — are not reported), and the
