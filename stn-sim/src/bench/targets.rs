@@ -1,0 +1,1 @@
+//! Issue point 7 ("winning"): the targets, evaluated on records.
