@@ -81,12 +81,28 @@
 //! assert_eq!(s.workload.kind, WorkloadKind::Sequential { successes: 20 });
 //! ```
 
+use std::net::SocketAddr;
+
 use serde::Deserialize;
+use stn_proto::rng::Rng;
 use stn_proto::time::{Duration, Instant};
 
+use crate::apps::FixedResponseApp;
+use crate::bench::long_server::LongLinkServerApp;
+use crate::bench::record::RunRecord;
+use crate::bench::scenario::{
+    engine_client, run_sequential, run_single, ClientKind, Platform, RunResult, RunSpec, LONG_PORT,
+    SERVER,
+};
+use crate::client::SimClient;
 use crate::link::{GilbertElliott, LinkConditions, LossModel};
 use crate::path::{PathConditions, PathSchedule};
+use crate::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
 use crate::preset::Preset;
+use crate::report::table;
+use crate::tcp::TcpStack;
+use crate::workload::{CallClient, SequentialConfig, SequentialWorkload, SingleShot};
+use crate::{RunOutcome, Simulation};
 
 /// A scenario file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -555,6 +571,229 @@ impl ScenarioFile {
     }
 }
 
+// ---------------------------------------------------------------------------
+// Running a scenario on the bench's building blocks.
+// ---------------------------------------------------------------------------
+
+/// The bench's client and platform for a scenario client name (validated
+/// names only; `None` for anything else).
+pub fn client_kind(name: &str, platform: &str) -> Option<(ClientKind, Platform)> {
+    let p = if platform == "ios" {
+        Platform::Ios
+    } else {
+        Platform::Android
+    };
+    let kind = match name {
+        "stn" => ClientKind::STN,
+        "stn-tuned" => ClientKind::STN_TUNED,
+        "mars-2017" => ClientKind::MARS_2017,
+        "mars" => ClientKind::MARS,
+        "okhttp-2017" | "nsurlsession" => ClientKind::PeerBenchmarked,
+        "okhttp-2017-60s" => ClientKind::PeerSensitivity,
+        "okhttp-5" | "nsurlsession-shared" => ClientKind::PeerRecommended,
+        "oracle" => ClientKind::Oracle,
+        _ => return None,
+    };
+    // The report name must round-trip: it is what the tables show.
+    (kind.name(p) == name).then_some((kind, p))
+}
+
+/// The seed of run `run` of a custom scenario: derived from the root seed,
+/// the scenario name and the run index (the same for every client of the
+/// run, so they meet the same loss streams).
+pub fn run_seed(seed: u64, scenario: &str, run: u32) -> u64 {
+    let mut h = crate::trace::Fnv64::new();
+    h.write(b"scenario");
+    h.write(scenario.as_bytes());
+    h.write_u64(u64::from(run));
+    Rng::derive(seed, h.finish()).next_u64()
+}
+
+impl Scenario {
+    /// The bench's description of run `run` (every field but the client).
+    pub fn run_spec(&self, seed: u64, run: u32) -> RunSpec {
+        RunSpec {
+            suite: Self::SUITE.to_owned(),
+            scenario: self.name.clone(),
+            path: self.path.clone(),
+            request_len: self.workload.request_bytes,
+            response_len: self.workload.response_bytes,
+            long_link: self.workload.long_link,
+            retry_count: self.workload.retry_count,
+            dns_copies: self.workload.dns_copies,
+            keep_alive_server: self.workload.keep_alive_server,
+            seed: run_seed(seed, &self.name, run),
+            run,
+        }
+    }
+
+    /// The `suite` of every record of a custom scenario.
+    pub const SUITE: &'static str = "scenario";
+
+    /// Runs every client `runs` times with the bench's runners
+    /// ([`run_sequential`], [`run_single`]); `progress` sees each record
+    /// as it is made.
+    pub fn run(&self, seed: u64, mut progress: impl FnMut(&RunResult)) -> Vec<RunRecord> {
+        let mut out = Vec::new();
+        for run in 0..self.runs {
+            let spec = self.run_spec(seed, run);
+            for name in &self.clients {
+                let Some((kind, platform)) = client_kind(name, &self.platform) else {
+                    continue; // unreachable for a validated scenario
+                };
+                let res = match self.workload.kind {
+                    WorkloadKind::Sequential { successes } => {
+                        run_sequential(&kind, platform, &spec, successes)
+                    }
+                    WorkloadKind::Single => run_single(&kind, platform, &spec),
+                };
+                progress(&res);
+                out.push(res.record);
+            }
+        }
+        out
+    }
+
+    /// The Markdown tables of this scenario's records: the loss shape for a
+    /// sequential workload, the sensitivity shape for a single call.
+    pub fn tables(&self, runs: &[RunRecord]) -> String {
+        let all: Vec<&RunRecord> = runs.iter().collect();
+        match self.workload.kind {
+            WorkloadKind::Sequential { .. } => table::loss_tables(Self::SUITE, &all),
+            WorkloadKind::Single => table::sensitivity_tables(Self::SUITE, &all),
+        }
+    }
+
+    /// Runs `client` (one of [`Scenario::clients`], not the oracle) once
+    /// with the trace kept: the simulation is built exactly as the bench
+    /// builds it, so [`TraceRun::hash`] equals the bench's
+    /// [`RunResult::trace_hash`] for the same spec.
+    pub fn trace(&self, client: &str, seed: u64, run: u32) -> Result<TraceRun, String> {
+        if !self.clients.iter().any(|c| c == client) {
+            return Err(format!(
+                "client {client:?} is not in this scenario (it has {})",
+                self.clients.join(", ")
+            ));
+        }
+        let (kind, platform) = client_kind(client, &self.platform)
+            .ok_or_else(|| format!("unknown client {client:?}"))?;
+        let spec = self.run_spec(seed, run);
+        let (call_client, stack): (Box<dyn CallClient>, TcpStack) = match &kind {
+            ClientKind::Engine(v) => {
+                let c = engine_client(v, platform, &spec);
+                let stack = c.stack();
+                (Box::new(c), stack)
+            }
+            ClientKind::Oracle => {
+                return Err(
+                    "the oracle has no packet trace: it is a bound, not a simulated client".into(),
+                )
+            }
+            peer => (peer_client(peer, platform, &spec), platform.stack()),
+        };
+        let mut sim: Simulation<Box<dyn SimClient>> = Simulation::new(spec.seed);
+        sim.keep_trace_events(true);
+        sim.add_host(SERVER.ip(), spec.path.clone());
+        if spec.keep_alive_server {
+            sim.listen(SERVER, KeepAliveApp::new(spec.response_len, Duration::ZERO))
+                .ok();
+        } else {
+            sim.listen(
+                SERVER,
+                FixedResponseApp::new(spec.response_len, Duration::ZERO),
+            )
+            .ok();
+        }
+        sim.listen(
+            SocketAddr::new(SERVER.ip(), LONG_PORT),
+            LongLinkServerApp::new(spec.response_len, Duration::ZERO),
+        )
+        .ok();
+        let (workload, limit): (Box<dyn SimClient>, Instant) = match self.workload.kind {
+            WorkloadKind::Sequential { successes } => (
+                Box::new(SequentialWorkload::new(
+                    call_client,
+                    SequentialConfig {
+                        request_len: spec.request_len,
+                        target_successes: successes,
+                        max_calls: successes.saturating_mul(10),
+                    },
+                )),
+                SEQUENTIAL_HORIZON,
+            ),
+            WorkloadKind::Single => (
+                Box::new(SingleShot::new(call_client, spec.request_len)),
+                SINGLE_HORIZON,
+            ),
+        };
+        sim.add_client(workload, stack);
+        let outcome = sim.run_until_finished(limit);
+        Ok(TraceRun {
+            events: sim
+                .trace()
+                .events()
+                .iter()
+                .map(ToString::to_string)
+                .collect(),
+            hash: sim.trace().hash(),
+            end: sim.now(),
+            outcome,
+        })
+    }
+}
+
+/// Virtual time a sequential run may last (the bench's horizon).
+const SEQUENTIAL_HORIZON: Instant = Instant::from_secs(500_000);
+/// Virtual time a single call may last (the bench's sensitivity limit).
+const SINGLE_HORIZON: Instant = Instant::from_secs(300);
+
+/// The bench's peer for `kind` on `platform` (the same mapping as the
+/// bench's runners).
+fn peer_client(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> Box<dyn CallClient> {
+    let routes = vec![SERVER; spec.dns_copies.max(1)];
+    match (kind, platform) {
+        (ClientKind::PeerBenchmarked | ClientKind::PeerSensitivity, Platform::Ios) => {
+            Box::new(NsUrlSession::benchmarked(SERVER))
+        }
+        (ClientKind::PeerSensitivity, Platform::Android) => {
+            Box::new(OkHttp2017::sensitivity(SERVER, Kernel::LinuxClassic))
+        }
+        (ClientKind::PeerRecommended, Platform::Ios) => Box::new(NsUrlSession::recommended(routes)),
+        (ClientKind::PeerRecommended, Platform::Android) => {
+            Box::new(OkHttp5::recommended(routes, Kernel::LinuxClassic))
+        }
+        _ => Box::new(OkHttp2017::benchmarked(SERVER, Kernel::LinuxClassic)),
+    }
+}
+
+/// One traced run.
+#[derive(Clone, Debug)]
+pub struct TraceRun {
+    /// Every trace event, one line each ([`crate::trace::TraceEvent`]'s
+    /// `Display`).
+    pub events: Vec<String>,
+    /// The trace hash.
+    pub hash: u64,
+    /// Virtual time when the run stopped.
+    pub end: Instant,
+    /// Why it stopped.
+    pub outcome: RunOutcome,
+}
+
+/// The scenario `stn-sim trace` runs without `--scenario`: stn on Android
+/// over 3G with 30 % loss, three successful calls.
+pub const DEFAULT_TRACE_SCENARIO: &str = r#"name = "trace-default"
+platform = "android"
+clients = ["stn", "mars-2017", "okhttp-2017"]
+[link]
+preset = "3g"
+loss_percent = 30.0
+[workload]
+kind = "sequential"
+successes = 3
+retry_count = 0
+"#;
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -646,6 +885,72 @@ mod tests {
         .unwrap();
         assert_eq!(s.workload.kind, WorkloadKind::Single);
         assert!(s.workload.long_link);
+    }
+
+    #[test]
+    fn trace_hash_matches_the_bench_runner() {
+        let s = Scenario::from_toml(
+            "clients = [\"stn\", \"okhttp-5\", \"oracle\"]\n[link]\npreset = \"3g\"\nloss_percent = 20\n[workload]\nsuccesses = 2",
+            "t",
+        )
+        .unwrap();
+        for client in ["stn", "okhttp-5"] {
+            let (kind, platform) = client_kind(client, "android").unwrap();
+            let bench = run_sequential(&kind, platform, &s.run_spec(5, 0), 2);
+            let traced = s.trace(client, 5, 0).unwrap();
+            assert_eq!(traced.hash, bench.trace_hash, "{client}");
+            assert!(!traced.events.is_empty());
+        }
+        assert!(s
+            .trace("oracle", 5, 0)
+            .unwrap_err()
+            .contains("no packet trace"));
+        assert!(s
+            .trace("mars", 5, 0)
+            .unwrap_err()
+            .contains("not in this scenario"));
+    }
+
+    #[test]
+    fn run_gives_one_record_per_client_and_run() {
+        let mut s = Scenario::from_toml(
+            "clients = [\"nsurlsession\", \"oracle\"]\nplatform = \"ios\"\nruns = 2\n[[outage]]\nfrom_s = 0\nuntil_s = 5\n[workload]\nkind = \"single\"",
+            "t",
+        )
+        .unwrap();
+        s.name = "five".into();
+        let mut seen = 0;
+        let recs = s.run(1, |_| seen += 1);
+        assert_eq!(seen, 4);
+        let keys: Vec<(&str, u32, &str)> = recs
+            .iter()
+            .map(|r| (r.client.as_str(), r.run, r.platform.as_str()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("nsurlsession", 0, "ios"),
+                ("oracle", 0, "ios"),
+                ("nsurlsession", 1, "ios"),
+                ("oracle", 1, "ios")
+            ]
+        );
+        assert!(recs
+            .iter()
+            .all(|r| r.suite == "scenario" && r.scenario == "five" && r.ok));
+        // Nothing arrives before the outage ends.
+        assert!(recs.iter().all(|r| r.completion_s.unwrap() > 5.0));
+        assert!(s.tables(&recs).contains("nsurlsession VS") == false);
+        assert!(s.tables(&recs).contains("completion time"));
+    }
+
+    #[test]
+    fn every_client_name_maps_to_the_bench() {
+        for (name, needs) in CLIENT_NAMES {
+            let platform = needs.unwrap_or("android");
+            assert!(client_kind(name, platform).is_some(), "{name}");
+        }
+        assert!(client_kind("okhttp-2017", "ios").is_none());
     }
 
     #[test]

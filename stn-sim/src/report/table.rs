@@ -364,9 +364,10 @@ fn sensitivity_variant_tables(suite: &str, label: &str, runs: &[&RunRecord]) -> 
     let mut out = String::new();
     let scenarios = ordered(runs, |r| r.scenario.as_str());
     let clients = ordered(runs, |r| r.client.as_str());
+    // The published row title for the bench's `outage-Rs`; custom names as they are.
     let row_title = |s: &str| match first_number(s) {
-        Some(r) => format!("{r}s 100% Loss"),
-        None => s.to_owned(),
+        Some(r) if s.starts_with("outage-") => format!("{r}s 100% Loss"),
+        _ => s.to_owned(),
     };
     let mut completion = Table::new(std::iter::once("Config").chain(clients.iter().copied()));
     for s in &scenarios {
@@ -471,7 +472,30 @@ pub fn all_tables(runs: &[RunRecord]) -> String {
             "request_size" | "response_size" => size_tables(suite, &these),
             _ => loss_tables(suite, &these),
         });
+        out.push_str(&notes(&these));
     }
+    out
+}
+
+/// The distinct notes of `runs` (what a fitted scenario assumes, a tuned
+/// client's overrides), one bullet per (client, note), or `""`.
+pub fn notes(runs: &[&RunRecord]) -> String {
+    let mut seen: Vec<(&str, &str)> = Vec::new();
+    for r in runs {
+        if let Some(n) = r.note.as_deref() {
+            if !seen.contains(&(r.client.as_str(), n)) {
+                seen.push((r.client.as_str(), n));
+            }
+        }
+    }
+    if seen.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("Notes:\n\n");
+    for (client, note) in seen {
+        out.push_str(&format!("- `{client}`: {note}\n"));
+    }
+    out.push('\n');
     out
 }
 
@@ -730,6 +754,16 @@ pub(crate) mod tests {
                 ],
             ]
         );
+    }
+
+    #[test]
+    fn notes_are_listed_once_per_client() {
+        let mut a = rec("loss", "3g", "ios", "stn-tuned", 0);
+        a.note = Some("TUNED".into());
+        let mut b = rec("loss", "2g", "ios", "stn-tuned", 0);
+        b.note = Some("TUNED".into());
+        let md = all_tables(&[a, b, rec("loss", "3g", "ios", "stn", 0)]);
+        assert_eq!(md.matches("- `stn-tuned`: TUNED").count(), 1);
     }
 
     #[test]
