@@ -42,6 +42,31 @@ pub fn report_markdown(report: &Report, command: &str) -> String {
          numbers, bit for bit. Reference: `reference/stn-benchmark.md`.\n\n",
     );
     out.push_str(&table::all_tables(&report.runs));
+    out.push_str(&fidelity_section(&report.runs));
+    out
+}
+
+/// The published sensitivity rows against the model's `mars-2017` and peer
+/// ([`crate::bench::fidelity`]), nominal and fitted scenarios; `""` without
+/// sensitivity records.
+pub fn fidelity_section(runs: &[RunRecord]) -> String {
+    let mut out = String::new();
+    for (fitted, title) in [
+        (false, "nominal `outage-Rs`"),
+        (true, "fitted `outage-Rs/fit`"),
+    ] {
+        let rows = crate::bench::fidelity::compare(runs, fitted);
+        if rows.is_empty() {
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str("## Fidelity: the published sensitivity tables against the model\n\n");
+        }
+        out.push_str(&format!(
+            "### {title}\n\n{}\n",
+            crate::bench::fidelity::table(&rows)
+        ));
+    }
     out
 }
 
