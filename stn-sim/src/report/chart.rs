@@ -100,7 +100,12 @@ impl LineChart {
                 .draw()
                 .map_err(|e| err(&e))?;
             let mut palette = COLORS.iter().cycle();
-            for s in &self.series {
+            for (idx, s) in self.series.iter().enumerate() {
+                // Earlier series get larger dots, so a later series drawn
+                // over identical points leaves a ring of the earlier colour.
+                let dot = 9u32
+                    .saturating_sub(2 * u32::try_from(idx).unwrap_or(3))
+                    .max(3);
                 let color = if s.reference {
                     BLACK
                 } else {
@@ -120,7 +125,11 @@ impl LineChart {
                         .label(&s.name)
                         .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
                     chart
-                        .draw_series(s.points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                        .draw_series(
+                            s.points
+                                .iter()
+                                .map(|&p| Circle::new(p, dot, color.filled())),
+                        )
                         .map_err(|e| err(&e))?;
                 }
                 chart
