@@ -406,6 +406,71 @@ pub fn run_sequential(
     }
 }
 
+/// [`run_sequential`] for an engine client built by the caller (any
+/// configuration); also returns the client's kept attempt reports.
+pub fn run_engine_sequential(
+    client: StnClient,
+    platform: Platform,
+    spec: &RunSpec,
+    successes: u64,
+) -> (RunResult, Vec<stn_proto::engine::Report>) {
+    let mut rec = base_record(spec, platform, &client.config().name.clone());
+    let wl = SequentialConfig {
+        request_len: spec.request_len,
+        target_successes: successes,
+        max_calls: successes.saturating_mul(10),
+    };
+    let mut sim = simulation(spec);
+    let stack = client.stack();
+    let id = sim.add_client(SequentialWorkload::new(client, wl), stack);
+    sim.run_until_finished(HORIZON);
+    let w = sim.client(id);
+    let calls = w.records().to_vec();
+    let stats = WorkloadStats::from_records(&calls);
+    fill_stats(&mut rec, &stats);
+    rec.ok = stats.successes >= successes;
+    let sim_s = secs(sim.now() - Instant::ZERO);
+    rec.sim_s = Some(sim_s);
+    (
+        RunResult {
+            record: rec,
+            calls,
+            sim_s,
+            trace_hash: sim.trace().hash(),
+            violations: w.client().violations().to_vec(),
+        },
+        w.client().reports().to_vec(),
+    )
+}
+
+/// [`run_single`] for an engine client built by the caller.
+pub fn run_engine_single(client: StnClient, platform: Platform, spec: &RunSpec) -> RunResult {
+    let mut rec = base_record(spec, platform, &client.config().name.clone());
+    let limit = Instant::from_secs(300);
+    let stack = client.stack();
+    let mut sim = simulation(spec);
+    let id = sim.add_client(SingleShot::new(client, spec.request_len), stack);
+    sim.run_until_finished(limit);
+    let w = sim.client(id);
+    let call = w.record().copied();
+    let calls: Vec<CallRecord> = call.into_iter().collect();
+    let stats = WorkloadStats::from_records(&calls);
+    fill_stats(&mut rec, &stats);
+    let end = call.map_or(secs(limit - Instant::ZERO), |c| secs(c.finished - Instant::ZERO));
+    rec.total_s = end;
+    rec.completion_s = call.filter(CallRecord::is_ok).map(|_| end);
+    rec.ok = rec.completion_s.is_some();
+    let sim_s = secs(sim.now() - Instant::ZERO);
+    rec.sim_s = Some(sim_s);
+    RunResult {
+        record: rec,
+        calls,
+        sim_s,
+        trace_hash: sim.trace().hash(),
+        violations: w.client().violations().to_vec(),
+    }
+}
+
 /// One call at t = 0 (the sensitivity test) for one client; the record's
 /// `completion_s` is its completion, `total_s` its end (success or failure).
 pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunResult {
