@@ -6,13 +6,13 @@
 use std::collections::BTreeMap;
 
 use stn_proto::time::{duration_nanos_saturating, Instant};
+use stn_proto::Profile;
 use stn_sim::bench::scenario::{
-    engine_client, normal_network, run_engine_sequential, run_engine_single, EngineVariant,
-    Platform, RunSpec, ClientKind, run_single,
+    engine_client, normal_network, run_engine_sequential, run_engine_single, run_single,
+    ClientKind, EngineVariant, Platform, RunSpec,
 };
 use stn_sim::path::PathSchedule;
 use stn_sim::preset::Preset;
-use stn_proto::Profile;
 
 fn spec(path: PathSchedule, seed: u64) -> RunSpec {
     RunSpec {
@@ -32,6 +32,54 @@ fn spec(path: PathSchedule, seed: u64) -> RunSpec {
 
 type Tweak = fn(&mut stn_proto::engine::Config);
 
+fn inf_abandons(c: &mut stn_proto::engine::Config) {
+    if let Some(a) = c.exchange.race.abandon.as_mut() {
+        a.max_abandons = u32::MAX;
+    }
+}
+
+fn z(c: &mut stn_proto::engine::Config, ms: u64) {
+    c.zombie_idle_restart = stn_proto::time::Duration::from_millis(ms);
+}
+
+fn nb(c: &mut stn_proto::engine::Config) {
+    if let Some(a) = c.timeouts.adaptive.as_mut() {
+        a.backoff_percent = 100;
+    }
+}
+
+fn cap(c: &mut stn_proto::engine::Config, s: u64) {
+    c.timeouts.wifi.base_first_packet = stn_proto::time::Duration::from_secs(s);
+    c.timeouts.wifi.max_first_packet = stn_proto::time::Duration::from_secs(s);
+}
+
+fn loss_tweaks() -> Vec<(&'static str, Profile, Tweak)> {
+    vec![
+        ("mars-2017", Profile::Mars2017, |_| {}),
+        ("stn", Profile::Stn, |_| {}),
+        ("stn ab z250", Profile::Stn, |c| {
+            inf_abandons(c);
+            z(c, 250);
+        }),
+        ("stn ab z250 nb", Profile::Stn, |c| {
+            inf_abandons(c);
+            z(c, 250);
+            nb(c);
+        }),
+        ("stn ab z250 nb cap4", Profile::Stn, |c| {
+            inf_abandons(c);
+            z(c, 250);
+            nb(c);
+            cap(c, 4);
+        }),
+        ("stn ab z250 cap4", Profile::Stn, |c| {
+            inf_abandons(c);
+            z(c, 250);
+            cap(c, 4);
+        }),
+    ]
+}
+
 fn tweaks() -> Vec<(&'static str, Profile, Tweak)> {
     vec![
         ("mars-2017", Profile::Mars2017, |_| {}),
@@ -41,7 +89,9 @@ fn tweaks() -> Vec<(&'static str, Profile, Tweak)> {
                 a.max_abandons = u32::MAX;
             }
         }),
-        ("stn no-overall", Profile::Stn, |c| c.exchange.race.overall_timeout = None),
+        ("stn no-overall", Profile::Stn, |c| {
+            c.exchange.race.overall_timeout = None
+        }),
         ("stn abandons=inf no-overall", Profile::Stn, |c| {
             c.exchange.race.overall_timeout = None;
             if let Some(a) = c.exchange.race.abandon.as_mut() {
@@ -60,8 +110,11 @@ fn s(d: stn_proto::time::Duration) -> f64 {
 fn where_the_time_goes() {
     for loss in [30.0, 50.0, 70.0] {
         for platform in Platform::ALL {
-            for (name, profile, tweak) in tweaks() {
-                let sp = spec(PathSchedule::constant(Preset::LossPercent(loss).conditions()), 11);
+            for (name, profile, tweak) in loss_tweaks() {
+                let sp = spec(
+                    PathSchedule::constant(Preset::LossPercent(loss).conditions()),
+                    11,
+                );
                 let variant = EngineVariant::Profile(profile);
                 let mut client = engine_client(&variant, platform, &sp);
                 let mut cfg = client.config().clone();
@@ -88,7 +141,12 @@ fn where_the_time_goes() {
                     }
                 }
                 let fail_calls = r.calls.iter().filter(|c| !c.is_ok()).count();
-                let fail_time: f64 = r.calls.iter().filter(|c| !c.is_ok()).map(|c| s(c.duration())).sum();
+                let fail_time: f64 = r
+                    .calls
+                    .iter()
+                    .filter(|c| !c.is_ok())
+                    .map(|c| s(c.duration()))
+                    .sum();
                 println!(
                     "{loss}% {:?} {name:28} total {:8.1} succ {} calls {} connects {:?} | ok attempts {ok_n}: connect {:.2} s avg, exchange {:.2} s avg | failed calls {fail_calls} cost {fail_time:.0} s | {errs:?}",
                     platform,
@@ -111,9 +169,14 @@ fn sensitivity_variants() {
         for r in (5..=35).step_by(5) {
             for platform in Platform::ALL {
                 let end = Instant::from_secs(r) + stn_proto::time::Duration::from_millis(lag_ms);
-                let mut sp = spec(PathSchedule::outage(normal_network(), Instant::ZERO, end), 5);
+                let mut sp = spec(
+                    PathSchedule::outage(normal_network(), Instant::ZERO, end),
+                    5,
+                );
                 sp.retry_count = None;
-                let oracle = run_single(&ClientKind::Oracle, platform, &sp).record.total_s;
+                let oracle = run_single(&ClientKind::Oracle, platform, &sp)
+                    .record
+                    .total_s;
                 let mut line = format!("R={r}+{lag_ms}ms {platform:?} oracle {oracle:.2}");
                 for (name, profile, tweak) in tweaks() {
                     let mut client = engine_client(&EngineVariant::Profile(profile), platform, &sp);
@@ -121,7 +184,11 @@ fn sensitivity_variants() {
                     tweak(&mut cfg.engine);
                     client = stn_sim::bench::stn_client::StnClient::new(cfg);
                     let x = run_engine_single(client, platform, &sp);
-                    let v = if x.record.ok { format!("{:+.2}", x.record.total_s - oracle) } else { "fail".into() };
+                    let v = if x.record.ok {
+                        format!("{:+.2}", x.record.total_s - oracle)
+                    } else {
+                        "fail".into()
+                    };
                     line.push_str(&format!(" | {name}: {v}"));
                 }
                 println!("{line}");

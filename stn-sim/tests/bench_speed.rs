@@ -57,7 +57,11 @@ fn print(recs: &[RunRecord]) {
 fn quick_bench() {
     let (recs, wall) = run(true);
     let sim: f64 = recs.iter().filter_map(|r| r.sim_s).sum();
-    println!("quick: {} records, {sim:.0} sim s in {wall:.2} wall s = {:.0} sim-s/s", recs.len(), sim / wall);
+    println!(
+        "quick: {} records, {sim:.0} sim s in {wall:.2} wall s = {:.0} sim-s/s",
+        recs.len(),
+        sim / wall
+    );
     print(&recs);
 }
 
@@ -66,6 +70,10 @@ fn quick_bench() {
 fn full_bench() {
     let (recs, wall) = run(false);
     let sim: f64 = recs.iter().filter_map(|r| r.sim_s).sum();
-    println!("full: {} records, {sim:.0} sim s in {wall:.2} wall s = {:.0} sim-s/s", recs.len(), sim / wall);
+    println!(
+        "full: {} records, {sim:.0} sim s in {wall:.2} wall s = {:.0} sim-s/s",
+        recs.len(),
+        sim / wall
+    );
     print(&recs);
 }

@@ -231,6 +231,24 @@ impl StnClient {
             };
             engine.handle_input(now, input);
         }
+        // The engine's invariants, checked after every event: every task
+        // the app holds is held by the engine and vice versa (each ends
+        // exactly once), both agree on the open connections, and the next
+        // deadline is never in the past.
+        if engine.task_count() != self.running.len() {
+            self.violations.push(format!(
+                "at {now:?}: engine holds {} tasks, the app awaits {}",
+                engine.task_count(),
+                self.running.len()
+            ));
+        }
+        if engine.open_connections() != self.conns.len() {
+            self.violations.push(format!(
+                "at {now:?}: engine has {} connections open, the adapter {}",
+                engine.open_connections(),
+                self.conns.len()
+            ));
+        }
         let next = engine.poll_timeout();
         if next.is_some_and(|t| t < now) {
             self.violations
