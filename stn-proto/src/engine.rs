@@ -156,6 +156,7 @@ mod tests;
 
 pub use config::{
     ChannelChoice, Config, LongLinkEndpoints, NoNetworkPolicy, ShortLinkEndpoints, ZombiePolicy,
+    STN_MAX_ABANDONS,
 };
 pub use types::{Action, Input, LinkStatus, Report, SubmitError};
 
@@ -232,6 +233,9 @@ pub struct Engine {
     /// TCP connect times only (the racing stagger's RTT hint; the timeout
     /// machine's RTT also learns server latency).
     connect_rtt: RttEstimator,
+    /// Multiplier of the RTT hint: doubled after a failed race (up to 8),
+    /// back to 1 on a successful connect.
+    rtt_hint_scale: u32,
     limits: AntiAvalanche,
     activity: Activity,
     dns: BTreeMap<String, HostDns>,
@@ -277,6 +281,7 @@ impl Engine {
             history: EndpointHistory::new(config.ban.clone()),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
             connect_rtt: RttEstimator::new(RttConfig::STN),
+            rtt_hint_scale: 1,
             limits: AntiAvalanche::new(now, config.limits.clone(), config.foreground),
             activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
             dns: BTreeMap::new(),
@@ -443,6 +448,7 @@ impl Engine {
         self.history.reset(now);
         self.timeouts.reset(self.last_network);
         self.connect_rtt.reset();
+        self.rtt_hint_scale = 1;
         self.dns.clear();
         self.long_wants_connect = false;
         // Redo running attempts.
@@ -1125,7 +1131,7 @@ impl Engine {
             cgi: e.task.cgi.clone(),
             headers: e.task.headers.clone(),
             body: e.task.body.clone(),
-            rtt_hint: self.connect_rtt.srtt(),
+            rtt_hint: self.rtt_hint(),
             timeouts,
             deadline: Some(e.deadline),
         };
@@ -1310,7 +1316,7 @@ impl Engine {
             return;
         };
         self.long_wants_connect = false;
-        let rtt = self.connect_rtt.srtt();
+        let rtt = self.rtt_hint();
         if let Some(long) = self.long.as_mut() {
             long.connect(now, candidates, rtt, &mut self.ids);
             self.actions
@@ -1367,6 +1373,7 @@ impl Engine {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
                         self.timeouts.on_connect_sample(t);
                         self.connect_rtt.sample(t);
+                        self.rtt_hint_scale = 1;
                     }
                     self.record_endpoint(now, r.addr, r.ok);
                     if r.ok {
@@ -1451,8 +1458,21 @@ impl Engine {
         }
     }
 
+    /// The RTT hint for a race: the connect RTT, scaled up after failed
+    /// races so attempts are not abandoned forever on a path that became
+    /// slower than the estimate.
+    fn rtt_hint(&self) -> Option<Duration> {
+        match (self.connect_rtt.srtt(), self.rtt_hint_scale) {
+            (rtt, 1) => rtt,
+            (rtt, k) => Some(rtt.unwrap_or(Duration::from_millis(500)).saturating_mul(k)),
+        }
+    }
+
     /// Feeds an attempt failure to the timeout machine.
     fn note_failure(&mut self, now: Instant, error: &Error) {
+        if matches!(error, Error::Connect { .. }) {
+            self.rtt_hint_scale = (self.rtt_hint_scale * 2).min(8);
+        }
         match error {
             Error::Timeout(TimeoutKind::FirstPacket | TimeoutKind::LongPolling) => {
                 self.timeouts
@@ -1489,6 +1509,7 @@ impl Engine {
                 LongLinkEvent::Connected { addr, connect_time } => {
                     self.timeouts.on_connect_sample(connect_time);
                     self.connect_rtt.sample(connect_time);
+                    self.rtt_hint_scale = 1;
                     self.emit_link(LinkStatus::Connected { addr });
                     self.replay_zombies(now);
                 }
@@ -1499,6 +1520,7 @@ impl Engine {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
                         self.timeouts.on_connect_sample(t);
                         self.connect_rtt.sample(t);
+                        self.rtt_hint_scale = 1;
                     }
                     self.record_endpoint(now, r.addr, r.ok);
                 }
