@@ -10,6 +10,8 @@
 //! short link only, one task at a time, `retry_count = 0`, the resolver
 //! answering the same IP four times and banning disabled.
 
+#![allow(clippy::print_stdout)] // the numbers are the point of these tests
+
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
