@@ -39,6 +39,26 @@
 //! - **Every task ends exactly once** with [`Action::TaskFinished`]: on
 //!   success, failure, cancel, deadline or [`Engine::shutdown`].
 //!
+//! # Profiles
+//!
+//! [`Config::for_profile`] gives `Mars2017` (the constants of the 2017
+//! benchmark: 4 s racing stagger, v1.3 ban and reconnect tables), `Mars`
+//! (today's Mars) and `Stn` (the default). The engine-level differences of
+//! `Stn` from Mars, each documented on [`Config::for_profile`] with its
+//! reason: faster retries (0 s after a timeout, 250 ms otherwise, Mars 1 s);
+//! a network change does not use up a retry; `Both` tasks pick their link at
+//! every attempt; without network tasks wait instead of failing or burning
+//! attempts; failed tasks are parked until their deadline and replayed on any
+//! sign of connectivity (or after 3 s idle); resolve answers reused for 60 s;
+//! lost SYNs abandoned and replaced for the whole race
+//! ([`STN_MAX_ABANDONS`]); an RTT hint that backs off after failed races; at
+//! most 64 short-link attempts in flight; [`Engine::identify_verdict`]
+//! rejecting a connection drops it. The building blocks add their own
+//! (adaptive racing stagger, adaptive timeouts, gentler bans, reconnect
+//! back-off, RTT-scaled heartbeat timeout); see their modules.
+//! `stn-proto/tests/profiles.rs` compares the profiles on a lossy and an
+//! outage model.
+//!
 //! Time never goes back: `now` is clamped to the latest value seen
 //! ([`MonotonicClock`]). Every random choice comes from [`Config::seed`]. No
 //! input makes it panic, and memory is bounded: [`Config::max_queued_tasks`]
@@ -427,7 +447,7 @@ impl Engine {
     pub fn cancel(&mut self, now: Instant, id: TaskId) {
         let now = self.clock.observe(now);
         if self.tasks.contains_key(&id) {
-            self.stop_attempt(now, id);
+            self.stop_with_report(now, id, Error::Cancelled);
             self.finish(id, Err(Error::Cancelled));
         }
         self.run(now);
@@ -608,7 +628,7 @@ impl Engine {
         self.shut_down = true;
         let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
         for id in &ids {
-            self.stop_attempt(now, *id);
+            self.stop_with_report(now, *id, Error::Shutdown);
         }
         if let Some(long) = self.long.as_mut() {
             long.disconnect(now, DisconnectReason::Shutdown);
@@ -722,6 +742,20 @@ impl Engine {
                     self.actions.push_back(Action::Close { conn });
                 }
             }
+        }
+    }
+
+    /// Stops the running attempt of `id` (if any) and reports it as ended by `error`.
+    fn stop_with_report(&mut self, now: Instant, id: TaskId, error: Error) {
+        let running = self.tasks.get(&id).and_then(|e| match e.state {
+            State::Short => Some(Channel::Short),
+            State::Long => Some(Channel::Long),
+            State::Queued | State::Zombie => None,
+        });
+        self.stop_attempt(now, id);
+        if let (Some(channel), Some(e)) = (running, self.tasks.get(&id)) {
+            let r = self.bare_report(id, e, channel, now, error);
+            self.actions.push_back(Action::Report(r));
         }
     }
 

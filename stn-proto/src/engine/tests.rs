@@ -1076,3 +1076,15 @@ fn network_change_resets_dynamic_timeouts() {
     assert!(!h.e.timeouts.rtt().has_samples());
     assert_eq!(h.e.network(), NetworkKind::Mobile);
 }
+
+#[test]
+fn cancel_reports_the_running_attempt() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(short_task("x"));
+    h.e.cancel(h.now, id);
+    h.drain();
+    let r = h.reports(id);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].error, Some(Error::Cancelled));
+    assert_eq!(r[0].channel, Channel::Short);
+}
