@@ -70,6 +70,7 @@
 #![forbid(unsafe_code)]
 
 pub mod apps;
+pub mod bench;
 pub mod client;
 pub mod event;
 pub mod fresh_conn;
@@ -77,12 +78,15 @@ pub mod host;
 pub mod http;
 pub mod link;
 mod network;
+pub mod oracle;
 pub mod path;
+pub mod peers;
 pub mod preset;
 pub mod sim;
 pub mod socket;
 pub mod tcp;
 pub mod trace;
+pub mod workload;
 
 pub use sim::{RunOutcome, SimError, Simulation};
 pub use stn_proto as proto;
