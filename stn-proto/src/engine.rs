@@ -922,12 +922,17 @@ impl Engine {
             return;
         }
         // Resolve answers that did not come in time count as failures.
+        let mut expired = false;
         for h in self.dns.values_mut() {
             if h.pending_until.is_some_and(|p| p <= now) {
                 h.pending_until = None;
                 h.addrs.clear();
                 h.answered_at = Some(now);
+                expired = true;
             }
+        }
+        if expired && self.long_wants_connect {
+            self.long_connect(now);
         }
         // Task deadlines and zombie budgets.
         let due: Vec<(TaskId, State)> = self

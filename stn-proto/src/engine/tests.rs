@@ -1088,3 +1088,34 @@ fn cancel_reports_the_running_attempt() {
     assert_eq!(r[0].error, Some(Error::Cancelled));
     assert_eq!(r[0].channel, Channel::Short);
 }
+
+#[test]
+fn long_link_candidates_come_from_resolve_and_fall_back_when_it_times_out() {
+    let mut cfg = Config::for_profile(Profile::Mars).short_link_ips([ip("10.0.0.1")], 80);
+    cfg.long_link = Some(LongLinkEndpoints {
+        hosts: vec!["long.example".into()],
+        ports: vec![8080, 443],
+        backup_ips: vec![ip("10.0.2.2")],
+        max_candidates: 5,
+        ..LongLinkEndpoints::default()
+    });
+    let mut h = H::new(cfg.clone());
+    assert!(h.log.contains(&Action::Resolve {
+        host: "long.example".into()
+    }));
+    let a = h.input(Input::Resolved {
+        host: "long.example".into(),
+        addrs: vec![ip("10.0.1.1")],
+    });
+    // Every port of every IP, IP-major; the race starts with the first.
+    let c = connects(&a);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].1.ip(), ip("10.0.1.1"));
+
+    // No answer within Mars's 2 s: the backups are used.
+    let mut h = H::new(cfg);
+    let a = h.advance(secs(2));
+    let c = connects(&a);
+    assert_eq!(c.len(), 1, "{a:?}");
+    assert_eq!(c[0].1.ip(), ip("10.0.2.2"));
+}
