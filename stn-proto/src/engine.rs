@@ -49,7 +49,7 @@
 //! a network change does not use up a retry; `Both` tasks pick their link at
 //! every attempt; without network tasks wait instead of failing or burning
 //! attempts; failed tasks are parked until their deadline and replayed on any
-//! sign of connectivity (or after 3 s idle); resolve answers reused for 60 s;
+//! sign of connectivity (or after 3 s idle); resolve answers reused for 30 s (until an attempt fails to connect);
 //! lost SYNs abandoned and replaced for the whole race
 //! ([`STN_MAX_ABANDONS`]); an RTT hint that backs off after failed races; at
 //! most 64 short-link attempts in flight; [`Engine::identify_verdict`]
@@ -1131,13 +1131,10 @@ impl Engine {
     /// Starts a short-link attempt. Returns whether the task left the queue
     /// (started, or ended by a limit).
     fn start_short(&mut self, now: Instant, id: TaskId) -> bool {
-        let Some(e) = self.tasks.get(&id) else {
+        if !self.tasks.contains_key(&id) {
             return false;
-        };
-        let hosts: Vec<String> = match &e.task.host {
-            Some(h) => vec![h.clone()],
-            None => self.config.short_link.hosts.clone(),
-        };
+        }
+        let hosts = self.short_hosts(id);
         let host_header = hosts.first().cloned();
         let ep = self.config.short_link.clone();
         let Some(candidates) = self.candidates(
@@ -1288,6 +1285,25 @@ impl Engine {
             }
         }
         Some(out)
+    }
+
+    /// The hosts a short-link task resolves: its own, else the configured ones.
+    fn short_hosts(&self, id: TaskId) -> Vec<String> {
+        match self.tasks.get(&id).and_then(|e| e.task.host.clone()) {
+            Some(h) => vec![h],
+            None => self.config.short_link.hosts.clone(),
+        }
+    }
+
+    /// Drops cached answers for `hosts` (not pending lookups).
+    fn forget_hosts(&mut self, hosts: &[String]) {
+        for h in hosts {
+            if let Some(entry) = self.dns.get_mut(h) {
+                if entry.pending_until.is_none() {
+                    entry.answered_at = None;
+                }
+            }
+        }
     }
 
     /// A host's addresses if a usable answer is at hand; otherwise asks the
@@ -1484,6 +1500,11 @@ impl Engine {
             }
             Err(error) => {
                 self.note_failure(now, &error);
+                if matches!(error, Error::Connect { .. } | Error::Dns(_)) {
+                    // The addresses did not work: ask again next time.
+                    let hosts = self.short_hosts(id);
+                    self.forget_hosts(&hosts);
+                }
                 if error == Error::Timeout(TimeoutKind::Task) {
                     if let Some(e) = self.tasks.get_mut(&id) {
                         e.state = State::Queued;
@@ -1552,7 +1573,16 @@ impl Engine {
                     self.emit_link(LinkStatus::Connected { addr });
                     self.replay_zombies(now);
                 }
-                LongLinkEvent::Disconnected { .. } => {
+                LongLinkEvent::Disconnected { error } => {
+                    if matches!(error, Some(Error::Connect { .. } | Error::Dns(_))) {
+                        let hosts = self
+                            .config
+                            .long_link
+                            .as_ref()
+                            .map(|l| l.hosts.clone())
+                            .unwrap_or_default();
+                        self.forget_hosts(&hosts);
+                    }
                     self.emit_link(LinkStatus::Disconnected);
                 }
                 LongLinkEvent::Endpoint(r) => {

@@ -166,7 +166,9 @@ impl Config {
     ///   rather than burning its attempts on connects that cannot succeed;
     /// - failed tasks are parked until their deadline ([`ZombiePolicy::UntilDeadline`])
     ///   and replayed on any sign of connectivity;
-    /// - resolve answers are reused for 60 s (no app round trip per attempt);
+    /// - resolve answers are reused for 30 s (no app round trip, possibly
+    ///   seconds on a lossy link, per attempt), but dropped as soon as an
+    ///   attempt could not connect to any of their addresses;
     /// - a parked task is replayed 3 s after it failed when nothing else
     ///   happens (Mars: 60 s), so parking keeps trying within the task's
     ///   deadline instead of sitting out an outage that already ended;
@@ -218,7 +220,7 @@ impl Config {
                     channel_choice: ChannelChoice::PerAttempt,
                     no_network: NoNetworkPolicy::WaitAll,
                     zombies: ZombiePolicy::UntilDeadline,
-                    resolve_ttl: Duration::from_secs(60),
+                    resolve_ttl: Duration::from_secs(30),
                     zombie_idle_restart: Duration::from_secs(3),
                     max_in_flight_short: 64,
                     ..mars

@@ -1119,3 +1119,34 @@ fn long_link_candidates_come_from_resolve_and_fall_back_when_it_times_out() {
     assert_eq!(c.len(), 1, "{a:?}");
     assert_eq!(c[0].1.ip(), ip("10.0.2.2"));
 }
+
+#[test]
+fn stn_reuses_resolve_answers_until_they_fail() {
+    let mut cfg = Config::for_profile(Profile::Stn);
+    cfg.short_link.hosts = vec!["svc.example".into()];
+    let mut h = H::new(cfg);
+    let resolves = |h: &H| {
+        h.log
+            .iter()
+            .filter(|a| matches!(a, Action::Resolve { .. }))
+            .count()
+    };
+    let a = h.submit(short_task("a"));
+    h.input(Input::Resolved {
+        host: "svc.example".into(),
+        addrs: vec![ip("10.0.0.7")],
+    });
+    let (conn, _) = connects(&h.log)[0];
+    serve_short(&mut h, conn, "ok");
+    assert!(h.outcome(a).is_ok());
+    // Within the TTL: no new lookup.
+    h.advance(secs(5));
+    let b = h.submit(short_task("b").retry_count(1));
+    assert_eq!(resolves(&h), 1);
+    // The race fails (a refusal; stn then skips the address): the answer is dropped.
+    let (conn, _) = *connects(&h.log).last().unwrap_or_else(|| unreachable!());
+    h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Refused));
+    assert_eq!(h.reports(b).len(), 1, "{:?}", h.log);
+    h.advance(secs(1));
+    assert_eq!(resolves(&h), 2, "asked again after the failure");
+}
