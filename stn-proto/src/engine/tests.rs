@@ -1150,3 +1150,62 @@ fn stn_reuses_resolve_answers_until_they_fail() {
     h.advance(secs(1));
     assert_eq!(resolves(&h), 2, "asked again after the failure");
 }
+
+#[test]
+fn read_write_timeout_ends_a_trickling_response() {
+    // Mars, Wi-Fi: F = 12 s, RW = F + 5 333 ms; bytes every 5 s stay under
+    // the 8 s packet gap, so the read-write timer decides.
+    let mut h = H::new(short_cfg(Profile::Mars));
+    let id = h.submit(short_task("x").retry_count(0));
+    let (conn, _) = connects(&h.log)[0];
+    h.ev(conn, ConnEvent::Connected);
+    let sent = h.now;
+    let head = Bytes::from_static(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+    h.advance(secs(1));
+    h.ev(conn, ConnEvent::Received(head));
+    for _ in 0..3 {
+        h.advance(secs(5));
+        h.ev(conn, ConnEvent::Received(Bytes::from_static(b"abc")));
+    }
+    h.advance_to(sent + ms(17_332));
+    assert!(h.finished(id).is_empty());
+    h.advance_to(sent + ms(17_333));
+    assert_eq!(h.outcome(id), Err(Error::Timeout(TimeoutKind::ReadWrite)));
+}
+
+#[test]
+fn inactive_app_reconnects_on_the_slowest_schedule() {
+    let mut h = H::new(long_cfg(Profile::Mars));
+    let s = long_up(&mut h);
+    h.e.set_foreground(h.now, false);
+    h.drain();
+    // Keep the link alive through ten minutes of background: answer noops.
+    let mut srv = s;
+    let mut last = 0;
+    for _ in 0..720 {
+        let frames = srv.frames(&h.log[last..]);
+        last = h.log.len();
+        for f in frames {
+            reply(&mut h, &srv, f);
+        }
+        h.advance(secs(1));
+    }
+    assert!(h.e.long_link_connected());
+    // Inactive now (background ≥ 10 min). The link drops and its reconnect fails.
+    h.ev(srv.conn, ConnEvent::Closed(crate::io::CloseReason::Reset));
+    let a = h.advance(secs(1));
+    let c = connects(&a);
+    assert_eq!(
+        c.len(),
+        1,
+        "first reconnect: the last attempt was long ago: {a:?}"
+    );
+    let failed_start = h.now - secs(1) + ms(500);
+    h.ev(c[0].0, ConnEvent::ConnectFailed(ConnectError::Refused));
+    // Inactive auto interval 600 s (30 s slack), from the start of that attempt.
+    let a = h.advance_to(failed_start + secs(560));
+    assert!(connects(&a).is_empty(), "{a:?}");
+    let a = h.advance_to(failed_start + secs(600));
+    assert_eq!(connects(&a).len(), 1);
+    let _ = &mut srv;
+}
