@@ -363,6 +363,12 @@ impl Engine {
         &self.history
     }
 
+    /// The endpoint history, to import saved history
+    /// ([`EndpointHistory::import`]) or switch its network label.
+    pub fn endpoint_history_mut(&mut self) -> &mut EndpointHistory {
+        &mut self.history
+    }
+
     /// Submits a task. It gets an id and ends exactly once with
     /// [`Action::TaskFinished`].
     ///
@@ -437,6 +443,14 @@ impl Engine {
             self.finish(id, Err(LocalError::NoNetwork.into()));
         } else {
             self.queue.insert((order, id));
+            // Mars `StartTask`: a task that may use the long link, submitted
+            // in the foreground while the link is down, asks the monitor for
+            // it (`MakeSureConnected`), even if it then goes short.
+            if channel.allows_long() && self.activity.is_foreground() {
+                if let Some(long) = self.long.as_mut().filter(|l| !l.is_connected()) {
+                    long.task_needs_link(now);
+                }
+            }
         }
         self.run(now);
         Ok(id)
