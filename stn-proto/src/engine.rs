@@ -68,13 +68,52 @@
 //! # Example: the drain rule against a fake server
 //!
 //! ```
+//! use std::collections::{BTreeMap, VecDeque};
+//!
 //! use bytes::Bytes;
+//! use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
 //! use stn_proto::engine::{Action, Config, Engine, Input};
-//! use stn_proto::io::ConnEvent;
+//! use stn_proto::io::{ConnEvent, ConnId};
+//! use stn_proto::long_link::IdentifyDecision;
 //! use stn_proto::task::{Channel, Task};
-//! use stn_proto::time::{Duration, Instant};
-//! use stn_proto::codec::longlink::{encode_to_bytes, Frame, FrameDecoder, CodecConfig};
+//! use stn_proto::time::Instant;
 //! use stn_proto::Profile;
+//!
+//! /// An in-memory server: every connect succeeds; an HTTP POST gets a 200;
+//! /// every long-link frame (heartbeat noops included) is answered in kind.
+//! #[derive(Default)]
+//! struct FakeServer {
+//!     long_conns: BTreeMap<ConnId, FrameDecoder>,
+//! }
+//!
+//! impl FakeServer {
+//!     fn serve(&mut self, action: Action, replies: &mut VecDeque<Input>) {
+//!         match action {
+//!             Action::Connect { conn, addr } => {
+//!                 if addr.port() == 8081 {
+//!                     self.long_conns.insert(conn, FrameDecoder::new(CodecConfig::default()));
+//!                 }
+//!                 replies.push_back(Input::Conn { conn, event: ConnEvent::Connected });
+//!             }
+//!             Action::Send { conn, data } => {
+//!                 let reply = match self.long_conns.get_mut(&conn) {
+//!                     Some(decoder) => {
+//!                         let mut buf = &data[..];
+//!                         let mut out = Vec::new();
+//!                         while let Ok(Some(frame)) = decoder.decode(&mut buf) {
+//!                             let answer = Frame::new(frame.cmd_id, frame.seq, "pong");
+//!                             out.extend_from_slice(&encode_to_bytes(&answer, 0).unwrap());
+//!                         }
+//!                         Bytes::from(out)
+//!                     }
+//!                     None => Bytes::from_static(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
+//!                 };
+//!                 replies.push_back(Input::Conn { conn, event: ConnEvent::Received(reply) });
+//!             }
+//!             _ => {}
+//!         }
+//!     }
+//! }
 //!
 //! let ip = "192.0.2.7".parse().unwrap();
 //! let config = Config::for_profile(Profile::Stn)
@@ -82,64 +121,38 @@
 //!     .long_link_ips([ip], 8081);
 //! let mut now = Instant::from_secs(1);
 //! let mut engine = Engine::new(now, config);
+//! let mut server = FakeServer::default();
+//! let mut replies = VecDeque::new();
+//! let mut finished = BTreeMap::new();
 //!
-//! // A tiny in-memory server: answers every connect, every HTTP POST with
-//! // "200 OK", and echoes every long-link frame (noops included).
-//! let mut inputs: Vec<Input> = Vec::new();
-//! let mut finished = Vec::new();
-//! let mut decoders = std::collections::BTreeMap::new();
-//! let mut drain = |engine: &mut Engine, inputs: &mut Vec<Input>, finished: &mut Vec<_>| {
-//!     while let Some(action) = engine.poll_action() {
-//!         match action {
-//!             Action::Connect { conn, addr } => {
-//!                 if addr.port() == 8081 {
-//!                     decoders.insert(conn, FrameDecoder::new(CodecConfig::default()));
-//!                 }
-//!                 inputs.push(Input::Conn { conn, event: ConnEvent::Connected });
-//!             }
-//!             Action::Send { conn, data } => match decoders.get_mut(&conn) {
-//!                 Some(dec) => {
-//!                     let mut buf = &data[..];
-//!                     while let Ok(Some(frame)) = dec.decode(&mut buf) {
-//!                         let reply = Frame::new(frame.cmd_id, frame.seq, Bytes::from_static(b"pong"));
-//!                         let bytes = encode_to_bytes(&reply, 0).unwrap();
-//!                         inputs.push(Input::Conn { conn, event: ConnEvent::Received(bytes) });
-//!                     }
-//!                 }
-//!                 None => {
-//!                     let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-//!                     inputs.push(Input::Conn { conn, event: ConnEvent::Received(Bytes::from_static(reply)) });
-//!                 }
-//!             },
-//!             Action::AskIdentify => {} // answered below
-//!             Action::TaskFinished { id, outcome, .. } => finished.push((id, outcome)),
-//!             _ => {}
-//!         }
-//!     }
-//! };
-//!
-//! // Drain after every call; feed the server's answers back; sleep until poll_timeout.
 //! let short = engine.submit(now, Task::new(0, "/hello", "hi").channel(Channel::Short)).unwrap();
 //! let long = engine.submit(now, Task::new(7, "", "hi").channel(Channel::Long)).unwrap();
-//! for _ in 0..100 {
-//!     drain(&mut engine, &mut inputs, &mut finished);
-//!     if inputs.is_empty() {
-//!         if finished.len() == 2 { break; }
-//!         now = engine.poll_timeout().expect("work is pending, so a timer is armed");
-//!         engine.handle_timeout(now);
-//!     } else {
-//!         for input in std::mem::take(&mut inputs) {
-//!             engine.handle_input(now, input);
-//!             drain(&mut engine, &mut inputs, &mut finished);
+//!
+//! while finished.len() < 2 {
+//!     // The drain rule: after every call, drain the actions...
+//!     let mut ask_identify = false;
+//!     while let Some(action) = engine.poll_action() {
+//!         match action {
+//!             Action::TaskFinished { id, outcome, .. } => {
+//!                 finished.insert(id, outcome);
+//!             }
+//!             Action::AskIdentify => ask_identify = true,
+//!             other => server.serve(other, &mut replies),
 //!         }
 //!     }
-//!     engine.identify_answer(now, stn_proto::long_link::IdentifyDecision::Never);
+//!     // ...then make the next call: an answer to the engine's question, what
+//!     // the "sockets" did, or — nothing else to do — sleep until poll_timeout.
+//!     if ask_identify {
+//!         engine.identify_answer(now, IdentifyDecision::Never);
+//!     } else if let Some(reply) = replies.pop_front() {
+//!         engine.handle_input(now, reply);
+//!     } else {
+//!         now = engine.poll_timeout().expect("tasks are pending, so a timer is armed");
+//!         engine.handle_timeout(now);
+//!     }
 //! }
-//! finished.sort_by_key(|(id, _)| *id);
-//! assert_eq!(finished[0].0, short);
-//! assert_eq!(finished[0].1.as_ref().unwrap().body, &b"hello"[..]);
-//! assert_eq!(finished[1].0, long);
-//! assert_eq!(finished[1].1.as_ref().unwrap().body, &b"pong"[..]);
+//! assert_eq!(finished[&short].as_ref().unwrap().body, &b"hello"[..]);
+//! assert_eq!(finished[&long].as_ref().unwrap().body, &b"pong"[..]);
 //! assert!(engine.poll_timeout().map_or(true, |t| t >= now));
 //! ```
 
