@@ -185,8 +185,13 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     let suites: Vec<Suite> = if a.suites.is_empty() {
         Suite::ALL.to_vec()
     } else {
-        let mut v = a.suites.clone();
-        v.dedup();
+        // In the order given, each once.
+        let mut v: Vec<Suite> = Vec::new();
+        for s in &a.suites {
+            if !v.contains(s) {
+                v.push(*s);
+            }
+        }
         v
     };
     let names: Vec<&str> = suites.iter().map(|s| s.name()).collect();

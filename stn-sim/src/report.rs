@@ -43,6 +43,29 @@ pub fn report_markdown(report: &Report, command: &str) -> String {
     );
     out.push_str(&table::all_tables(&report.runs));
     out.push_str(&fidelity_section(&report.runs));
+    out.push_str(&targets_section(&report.runs));
+    out
+}
+
+/// Issue point 7's targets ([`crate::bench::targets`]) for `stn` and, when
+/// it ran, `stn-tuned`, misses first; `""` when no target applies.
+pub fn targets_section(runs: &[RunRecord]) -> String {
+    let mut out = String::new();
+    for client in ["stn", "stn-tuned"] {
+        let checks = crate::bench::targets::evaluate(runs, client);
+        if checks.is_empty() {
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str("## Targets\n\n");
+        }
+        let met = checks.iter().filter(|c| c.met).count();
+        out.push_str(&format!(
+            "### `{client}`: {met} of {} met\n\n{}\n",
+            checks.len(),
+            crate::bench::targets::table(&checks)
+        ));
+    }
     out
 }
 

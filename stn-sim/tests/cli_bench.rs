@@ -79,6 +79,7 @@ fn quick_sensitivity_writes_the_report_files() {
     assert!(md.contains("### sensitivity — android: mars-2017 VS okhttp-2017-60s (s; positive = mars-2017 finished first)"));
     assert!(md.contains("| 20s 100% Loss |"));
     assert!(md.contains("## Fidelity: the published sensitivity tables against the model"));
+    assert!(md.contains("## Targets\n\n### `stn`: "));
 
     // Charts: one per platform and variant, SVG documents with axes and legend.
     for name in ["sensitivity-ios.svg", "sensitivity-android.svg"] {
