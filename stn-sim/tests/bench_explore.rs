@@ -32,12 +32,6 @@ fn spec(path: PathSchedule, seed: u64) -> RunSpec {
 
 type Tweak = fn(&mut stn_proto::engine::Config);
 
-fn inf_abandons(c: &mut stn_proto::engine::Config) {
-    if let Some(a) = c.exchange.race.abandon.as_mut() {
-        a.max_abandons = u32::MAX;
-    }
-}
-
 fn z(c: &mut stn_proto::engine::Config, ms: u64) {
     c.zombie_idle_restart = stn_proto::time::Duration::from_millis(ms);
 }
