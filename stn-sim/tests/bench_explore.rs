@@ -32,12 +32,6 @@ fn spec(path: PathSchedule, seed: u64) -> RunSpec {
 
 type Tweak = fn(&mut stn_proto::engine::Config);
 
-fn inf_abandons(c: &mut stn_proto::engine::Config) {
-    if let Some(a) = c.exchange.race.abandon.as_mut() {
-        a.max_abandons = u32::MAX;
-    }
-}
-
 fn z(c: &mut stn_proto::engine::Config, ms: u64) {
     c.zombie_idle_restart = stn_proto::time::Duration::from_millis(ms);
 }
@@ -57,25 +51,24 @@ fn loss_tweaks() -> Vec<(&'static str, Profile, Tweak)> {
     vec![
         ("mars-2017", Profile::Mars2017, |_| {}),
         ("stn", Profile::Stn, |_| {}),
-        ("stn ab z250", Profile::Stn, |c| {
-            inf_abandons(c);
-            z(c, 250);
-        }),
-        ("stn ab z250 nb", Profile::Stn, |c| {
-            inf_abandons(c);
+        ("stn z250", Profile::Stn, |c| z(c, 250)),
+        ("stn z0", Profile::Stn, |c| z(c, 0)),
+        ("stn z250 nb", Profile::Stn, |c| {
             z(c, 250);
             nb(c);
         }),
-        ("stn ab z250 nb cap4", Profile::Stn, |c| {
-            inf_abandons(c);
+        ("stn z250 cap6", Profile::Stn, |c| {
             z(c, 250);
-            nb(c);
+            cap(c, 6);
+        }),
+        ("stn z250 cap4", Profile::Stn, |c| {
+            z(c, 250);
             cap(c, 4);
         }),
-        ("stn ab z250 cap4", Profile::Stn, |c| {
-            inf_abandons(c);
+        ("stn z250 cap4 nb", Profile::Stn, |c| {
             z(c, 250);
             cap(c, 4);
+            nb(c);
         }),
     ]
 }
@@ -121,7 +114,7 @@ fn where_the_time_goes() {
                 cfg.name = name.to_owned();
                 tweak(&mut cfg.engine);
                 client = stn_sim::bench::stn_client::StnClient::new(cfg).keep_reports();
-                let (r, reports) = run_engine_sequential(client, platform, &sp, 300);
+                let (r, reports) = run_engine_sequential(client, platform, &sp, 500);
                 let mut errs: BTreeMap<String, (u32, f64)> = BTreeMap::new();
                 let (mut conn_t, mut fp_t, mut ok_n) = (0.0, 0.0, 0u32);
                 for rep in &reports {

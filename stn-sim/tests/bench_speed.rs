@@ -77,3 +77,19 @@ fn full_bench() {
     );
     print(&recs);
 }
+
+#[test]
+#[ignore = "targets report; run in release"]
+fn targets_report() {
+    let (recs, wall) = run(false);
+    println!("full bench wall {wall:.2} s");
+    for client in ["stn", "stn-tuned"] {
+        let checks = stn_sim::bench::targets::evaluate(&recs, client);
+        let met = checks.iter().filter(|c| c.met).count();
+        println!(
+            "## {client}: {met}/{} targets met\n{}",
+            checks.len(),
+            stn_sim::bench::targets::table(&checks)
+        );
+    }
+}

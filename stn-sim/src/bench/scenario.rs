@@ -123,27 +123,25 @@ impl ClientKind {
 }
 
 /// What `stn-tuned` changes, for the records' `note`.
-pub const STN_TUNED_NOTE: &str =
-    "TUNED, not the default: exchange.race.abandon.max_abandons = u32::MAX, \
-     zombie_idle_restart = 250 ms";
+pub const STN_TUNED_NOTE: &str = "TUNED, not the default: zombie_idle_restart = 250 ms; \
+     timeouts.{wifi,mobile}.base_first_packet = 4 s (Mars: 12 s / 15 s; size term and max unchanged)";
 
 /// The overrides of `stn-tuned` (see [`crate::bench`] docs for the evidence):
-/// - the race keeps abandoning silent attempts for as long as it runs
-///   (default: at most 6 per race, after which attempts sit out Linux's SYN
-///   back-off of 1, 3, 7 s — up to 1.45 s behind the oracle in the
-///   sensitivity suite on Android);
 /// - a parked (zombie) task is replayed 250 ms after its attempt failed
 ///   instead of 3 s (the same delay as a retry after a fast failure, so a
-///   refusing server cannot make it spin), so a retry-0 task keeps trying
-///   until its deadline.
+///   refusing server cannot make it spin): a retry-0 task keeps trying
+///   until its deadline instead of sitting idle;
+/// - the base of the first-packet timeout is 4 s instead of Mars's 12 s
+///   (Wi-Fi) / 15 s (mobile). The size term (`send_len / min_rate`) and the
+///   cap stay, so large requests keep their allowance. Under heavy loss a
+///   TCP exchange that has not answered within ~4 s is usually stuck in
+///   exponential RTO back-off, and a fresh connection is faster; the cost
+///   is for servers slower than 4 s, which must then set
+///   `server_process_cost`.
 pub fn stn_tuned_config(cfg: &mut stn_proto::engine::Config) {
-    if let Some(a) = cfg.exchange.race.abandon.as_mut() {
-        a.max_abandons = u32::MAX;
-    }
-    if let Some(a) = cfg.long.race.abandon.as_mut() {
-        a.max_abandons = u32::MAX;
-    }
     cfg.zombie_idle_restart = Duration::from_millis(250);
+    cfg.timeouts.wifi.base_first_packet = Duration::from_secs(4);
+    cfg.timeouts.mobile.base_first_packet = Duration::from_secs(4);
 }
 
 /// Everything about one run except the client.
@@ -304,6 +302,16 @@ fn oracle_messages(spec: &RunSpec) -> Vec<crate::oracle::Message> {
             spec.response_len + 20,
             Duration::ZERO,
         )
+    } else if spec.keep_alive_server {
+        // Connection reuse: the best case is an established connection.
+        let req = http::post(
+            crate::bench::stn_client::CGI,
+            "10.0.0.2:8080",
+            &vec![0; spec.request_len],
+        )
+        .len();
+        let resp = http::response(200, &vec![0; spec.response_len]).len();
+        long_link_call(req, resp, Duration::ZERO)
     } else {
         let req = http::post(
             crate::bench::stn_client::CGI,
