@@ -8,6 +8,8 @@
 //!   against the outage length R, with the oracle as a dashed line and
 //!   failed calls as crosses at the time they failed.
 
+use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::bench::record::RunRecord;
@@ -37,6 +39,8 @@ pub struct LineChart {
     pub y_label: String,
     /// The lines.
     pub series: Vec<Series>,
+    /// A logarithmic y axis (totals that span orders of magnitude).
+    pub log_y: bool,
 }
 
 /// Drawing failed (plotters reports layout errors this way).
@@ -79,79 +83,112 @@ impl LineChart {
     /// Draws the chart as an SVG document (`width` × `height` pixels).
     pub fn to_svg(&self, width: u32, height: u32) -> Result<String, ChartError> {
         let mut svg = String::new();
-        let err = |e: &dyn std::fmt::Display| ChartError(e.to_string());
         {
             let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
             root.fill(&WHITE).map_err(|e| err(&e))?;
             let (x0, x1, y1) = self.bounds();
-            let mut chart = ChartBuilder::on(&root)
+            let mut builder = ChartBuilder::on(&root);
+            builder
                 .caption(&self.title, ("sans-serif", 20))
                 .margin(15)
                 .x_label_area_size(45)
-                .y_label_area_size(65)
-                .build_cartesian_2d(x0..x1, 0.0..y1)
-                .map_err(|e| err(&e))?;
-            chart
-                .configure_mesh()
-                .x_desc(&self.x_label)
-                .y_desc(&self.y_label)
-                .axis_desc_style(("sans-serif", 16))
-                .light_line_style(RGBColor(0xee, 0xee, 0xee))
-                .draw()
-                .map_err(|e| err(&e))?;
-            let mut palette = COLORS.iter().cycle();
-            for (idx, s) in self.series.iter().enumerate() {
-                // Earlier series get larger dots, so a later series drawn
-                // over identical points leaves a ring of the earlier colour.
-                let dot = 9u32
-                    .saturating_sub(2 * u32::try_from(idx).unwrap_or(3))
-                    .max(3);
-                let color = if s.reference {
-                    BLACK
-                } else {
-                    *palette.next().unwrap_or(&BLACK)
-                };
-                let style = color.stroke_width(2);
-                if s.reference {
-                    chart
-                        .draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style))
-                        .map_err(|e| err(&e))?
-                        .label(&s.name)
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-                } else {
-                    chart
-                        .draw_series(LineSeries::new(s.points.iter().copied(), style))
-                        .map_err(|e| err(&e))?
-                        .label(&s.name)
-                        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
-                    chart
-                        .draw_series(
-                            s.points
-                                .iter()
-                                .map(|&p| Circle::new(p, dot, color.filled())),
-                        )
-                        .map_err(|e| err(&e))?;
-                }
-                chart
-                    .draw_series(
-                        s.failures
-                            .iter()
-                            .map(|&p| Cross::new(p, 6, color.stroke_width(2))),
-                    )
+                .y_label_area_size(65);
+            if self.log_y {
+                let y0 = self.min_positive_y().unwrap_or(1.0) * 0.8;
+                let mut chart = builder
+                    .build_cartesian_2d(x0..x1, (y0..y1.max(y0 * 2.0)).log_scale())
                     .map_err(|e| err(&e))?;
+                self.draw_on(&mut chart)?;
+            } else {
+                let mut chart = builder
+                    .build_cartesian_2d(x0..x1, 0.0..y1)
+                    .map_err(|e| err(&e))?;
+                self.draw_on(&mut chart)?;
             }
-            chart
-                .configure_series_labels()
-                .position(SeriesLabelPosition::UpperLeft)
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .label_font(("sans-serif", 14))
-                .draw()
-                .map_err(|e| err(&e))?;
             root.present().map_err(|e| err(&e))?;
         }
         Ok(svg)
     }
+
+    fn min_positive_y(&self) -> Option<f64> {
+        self.series
+            .iter()
+            .flat_map(|s| s.points.iter().chain(&s.failures))
+            .map(|p| p.1)
+            .filter(|y| *y > 0.0)
+            .min_by(f64::total_cmp)
+    }
+
+    fn draw_on<'a, Y>(
+        &self,
+        chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<RangedCoordf64, Y>>,
+    ) -> Result<(), ChartError>
+    where
+        Y: Ranged<ValueType = f64> + ValueFormatter<f64>,
+    {
+        chart
+            .configure_mesh()
+            .x_desc(&self.x_label)
+            .y_desc(&self.y_label)
+            .axis_desc_style(("sans-serif", 16))
+            .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .draw()
+            .map_err(|e| err(&e))?;
+        let mut palette = COLORS.iter().cycle();
+        for (idx, s) in self.series.iter().enumerate() {
+            // Earlier series get larger dots, so a later series drawn
+            // over identical points leaves a ring of the earlier colour.
+            let dot = 9u32
+                .saturating_sub(2 * u32::try_from(idx).unwrap_or(3))
+                .max(3);
+            let color = if s.reference {
+                BLACK
+            } else {
+                *palette.next().unwrap_or(&BLACK)
+            };
+            let style = color.stroke_width(2);
+            if s.reference {
+                chart
+                    .draw_series(DashedLineSeries::new(s.points.iter().copied(), 8, 5, style))
+                    .map_err(|e| err(&e))?
+                    .label(&s.name)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+            } else {
+                chart
+                    .draw_series(LineSeries::new(s.points.iter().copied(), style))
+                    .map_err(|e| err(&e))?
+                    .label(&s.name)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+                chart
+                    .draw_series(
+                        s.points
+                            .iter()
+                            .map(|&p| Circle::new(p, dot, color.filled())),
+                    )
+                    .map_err(|e| err(&e))?;
+            }
+            chart
+                .draw_series(
+                    s.failures
+                        .iter()
+                        .map(|&p| Cross::new(p, 6, color.stroke_width(2))),
+                )
+                .map_err(|e| err(&e))?;
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperLeft)
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .label_font(("sans-serif", 14))
+            .draw()
+            .map_err(|e| err(&e))?;
+        Ok(())
+    }
+}
+
+fn err(e: &dyn std::fmt::Display) -> ChartError {
+    ChartError(e.to_string())
 }
 
 fn mean(v: &[f64]) -> f64 {
@@ -201,8 +238,9 @@ pub fn loss_chart(runs: &[RunRecord], suite: &str, platform: &str) -> Option<Lin
     (!series.is_empty()).then(|| LineChart {
         title: format!("{suite} suite, {platform}: total time to the target successes"),
         x_label: "loss rate each way (%)".into(),
-        y_label: "total time (s); × = target not reached".into(),
+        y_label: "total time (s, log scale); × = target not reached".into(),
         series,
+        log_y: true,
     })
 }
 
@@ -270,6 +308,7 @@ pub fn sensitivity_chart(
         x_label: "outage length R (s)".into(),
         y_label: "completion time (s); × = call failed at".into(),
         series,
+        log_y: false,
     })
 }
 
