@@ -342,7 +342,7 @@ mod tests {
             "okhttp-2017",
             "oracle",
             "loss rate each way (%)",
-            "total time (s)",
+            "total time (s, log scale)",
         ] {
             assert!(svg.contains(text), "missing {text}");
         }
