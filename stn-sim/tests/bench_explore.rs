@@ -101,6 +101,16 @@ fn s(d: stn_proto::time::Duration) -> f64 {
 #[test]
 #[ignore = "exploration"]
 fn where_the_time_goes() {
+    breakdown(false);
+}
+
+#[test]
+#[ignore = "exploration"]
+fn where_the_time_goes_long_link() {
+    breakdown(true);
+}
+
+fn breakdown(long: bool) {
     for loss in [30.0, 50.0, 70.0] {
         for platform in Platform::ALL {
             for (name, profile, tweak) in loss_tweaks() {
