@@ -55,6 +55,13 @@
 //!   keep-alive connections) no short-link stn configuration wins at 30 %:
 //!   a reused connection skips the handshake that stn's fresh connection
 //!   pays under loss.
+//! - **Long link** (beyond): at 70 % loss `stn` is slower than `mars_2017`
+//!   (iOS 11 669 s vs 10 757 s): its failed calls each last the full 20 s
+//!   deadline (zombies keep trying on a link that keeps dropping) while
+//!   Mars's fail after ~12 s and the next call starts; `stn-tuned`'s 4 s
+//!   first-packet base is worse still there (15 113 s): a first-packet
+//!   timeout on the long link drops the whole link, and reconnecting under
+//!   70 % loss is dear. The timeout override is a short-link win only.
 //!
 //! Pieces: [`stn_client`] (the engine behind the [`crate::workload::CallClient`]
 //! seam), [`long_server`] (the long-link server app), [`scenario`] (platforms,

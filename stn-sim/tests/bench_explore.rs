@@ -114,10 +114,12 @@ fn breakdown(long: bool) {
     for loss in [30.0, 50.0, 70.0] {
         for platform in Platform::ALL {
             for (name, profile, tweak) in loss_tweaks() {
-                let sp = spec(
+                let mut sp = spec(
                     PathSchedule::constant(Preset::LossPercent(loss).conditions()),
                     11,
                 );
+                sp.long_link = long;
+                sp.keep_alive_server = long;
                 let variant = EngineVariant::Profile(profile);
                 let mut client = engine_client(&variant, platform, &sp);
                 let mut cfg = client.config().clone();
