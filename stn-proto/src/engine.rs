@@ -273,6 +273,9 @@ pub struct Engine {
     activity: Activity,
     dns: BTreeMap<String, HostDns>,
     long: Option<LongLink>,
+    /// The long link's endpoint since its last connect (kept after a
+    /// disconnect: the failures of its tasks are reported after it).
+    long_endpoint: Option<SocketAddr>,
     /// The long link asked for a connect that waits for resolve answers.
     long_wants_connect: bool,
     network: NetworkKind,
@@ -319,6 +322,7 @@ impl Engine {
             activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
             dns: BTreeMap::new(),
             long,
+            long_endpoint: None,
             long_wants_connect: false,
             network,
             last_network: timeouts_net,
@@ -961,6 +965,20 @@ impl Engine {
         if expired && self.long_wants_connect {
             self.long_connect(now);
         }
+        // Sub-machines' own timers first: a running task's deadline is
+        // theirs too, and the long link reacts to it as its profile says
+        // (Mars: a batch error that drops the link).
+        let shorts: Vec<TaskId> = self.short.keys().copied().collect();
+        for id in shorts {
+            if let Some(ex) = self.short.get_mut(&id) {
+                ex.handle_timeout(now, &mut self.ids);
+            }
+            self.pump_short(now, id);
+        }
+        if let Some(long) = self.long.as_mut() {
+            long.handle_timeout(now, &mut self.ids);
+        }
+        self.pump_long(now);
         // Task deadlines and zombie budgets.
         let due: Vec<(TaskId, State)> = self
             .tasks
@@ -1001,18 +1019,6 @@ impl Engine {
             }
             self.end_failed(now, id, TimeoutKind::Task.into());
         }
-        // Sub-machines' own timers.
-        let shorts: Vec<TaskId> = self.short.keys().copied().collect();
-        for id in shorts {
-            if let Some(ex) = self.short.get_mut(&id) {
-                ex.handle_timeout(now, &mut self.ids);
-            }
-            self.pump_short(now, id);
-        }
-        if let Some(long) = self.long.as_mut() {
-            long.handle_timeout(now, &mut self.ids);
-        }
-        self.pump_long(now);
         self.dispatch(now);
     }
 
@@ -1597,6 +1603,7 @@ impl Engine {
                     self.timeouts.on_connect_sample(connect_time);
                     self.connect_rtt.sample(connect_time);
                     self.rtt_hint_scale = 1;
+                    self.long_endpoint = Some(addr);
                     self.emit_link(LinkStatus::Connected { addr });
                     self.replay_zombies(now);
                 }
@@ -1716,7 +1723,7 @@ impl Engine {
             channel: Channel::Long,
             started: e.attempt_started,
             ended: now,
-            endpoint: self.long.as_ref().and_then(LongLink::endpoint),
+            endpoint: self.long_endpoint,
             connect_time,
             first_packet_after,
             connect_attempts: 0,
