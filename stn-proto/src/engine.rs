@@ -181,7 +181,10 @@ use crate::timeout::{
     TaskTimeoutInput, TimeoutKind as AttemptTimeoutKind,
 };
 
+mod candidates;
 mod config;
+mod long;
+mod short;
 mod types;
 
 #[cfg(test)]
@@ -273,6 +276,9 @@ pub struct Engine {
     activity: Activity,
     dns: BTreeMap<String, HostDns>,
     long: Option<LongLink>,
+    /// The long link's endpoint since its last connect (kept after a
+    /// disconnect: the failures of its tasks are reported after it).
+    long_endpoint: Option<SocketAddr>,
     /// The long link asked for a connect that waits for resolve answers.
     long_wants_connect: bool,
     network: NetworkKind,
@@ -319,6 +325,7 @@ impl Engine {
             activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
             dns: BTreeMap::new(),
             long,
+            long_endpoint: None,
             long_wants_connect: false,
             network,
             last_network: timeouts_net,
@@ -961,6 +968,20 @@ impl Engine {
         if expired && self.long_wants_connect {
             self.long_connect(now);
         }
+        // Sub-machines' own timers first: a running task's deadline is
+        // theirs too, and the long link reacts to it as its profile says
+        // (Mars: a batch error that drops the link).
+        let shorts: Vec<TaskId> = self.short.keys().copied().collect();
+        for id in shorts {
+            if let Some(ex) = self.short.get_mut(&id) {
+                ex.handle_timeout(now, &mut self.ids);
+            }
+            self.pump_short(now, id);
+        }
+        if let Some(long) = self.long.as_mut() {
+            long.handle_timeout(now, &mut self.ids);
+        }
+        self.pump_long(now);
         // Task deadlines and zombie budgets.
         let due: Vec<(TaskId, State)> = self
             .tasks
@@ -1001,18 +1022,6 @@ impl Engine {
             }
             self.end_failed(now, id, TimeoutKind::Task.into());
         }
-        // Sub-machines' own timers.
-        let shorts: Vec<TaskId> = self.short.keys().copied().collect();
-        for id in shorts {
-            if let Some(ex) = self.short.get_mut(&id) {
-                ex.handle_timeout(now, &mut self.ids);
-            }
-            self.pump_short(now, id);
-        }
-        if let Some(long) = self.long.as_mut() {
-            long.handle_timeout(now, &mut self.ids);
-        }
-        self.pump_long(now);
         self.dispatch(now);
     }
 
@@ -1155,258 +1164,6 @@ impl Engine {
         }
     }
 
-    /// Starts a short-link attempt. Returns whether the task left the queue
-    /// (started, or ended by a limit).
-    fn start_short(&mut self, now: Instant, id: TaskId) -> bool {
-        if !self.tasks.contains_key(&id) {
-            return false;
-        }
-        let hosts = self.short_hosts(id);
-        let host_header = hosts.first().cloned();
-        let ep = self.config.short_link.clone();
-        let Some(candidates) = self.candidates(
-            now,
-            ep.debug,
-            &hosts,
-            &ep.ips,
-            &ep.backup_ips,
-            &[ep.port],
-            ep.max_candidates,
-        ) else {
-            return false; // waiting for a resolve answer
-        };
-        if !self.pass_limits(now, id) {
-            return true;
-        }
-        let Some(e) = self.tasks.get(&id) else {
-            return true;
-        };
-        let input = self.attempt_input(e, self.short.len());
-        let timeouts = ExchangeTimeouts {
-            first_packet: self.timeouts.first_packet_timeout(&input),
-            read_write: self.timeouts.read_write_timeout(&input),
-            packet_gap: self.timeouts.packet_gap_timeout(input.net),
-            long_polling: e.task.long_polling,
-        };
-        let req = ExchangeRequest {
-            candidates,
-            host: host_header,
-            cgi: e.task.cgi.clone(),
-            headers: e.task.headers.clone(),
-            body: e.task.body.clone(),
-            rtt_hint: self.rtt_hint(),
-            timeouts,
-            deadline: Some(e.deadline),
-        };
-        let ex = ShortLinkExchange::start(now, &self.config.exchange, req, &mut self.ids);
-        if let Some(e) = self.tasks.get_mut(&id) {
-            e.state = State::Short;
-            e.attempts += 1;
-            e.attempt_started = now;
-            self.queue.remove(&(e.order, id));
-        }
-        self.last_task_start = now;
-        self.short.insert(id, ex);
-        self.pump_short(now, id);
-        true
-    }
-
-    /// Sends a task on the (connected) long link.
-    fn start_long(&mut self, now: Instant, id: TaskId) -> bool {
-        if !self.pass_limits(now, id) {
-            return true;
-        }
-        let Some(e) = self.tasks.get(&id) else {
-            return true;
-        };
-        let input = self.attempt_input(e, self.long_in_flight());
-        let timeouts = LongTimeouts {
-            first_packet: self.timeouts.first_packet_timeout(&input),
-            read_write: self.timeouts.read_write_timeout(&input),
-            packet_gap: self.timeouts.packet_gap_timeout(input.net),
-            long_polling: None,
-        };
-        let (cmd_id, body, deadline, send_only) = (
-            e.task.cmd_id,
-            e.task.body.clone(),
-            e.deadline,
-            e.task.send_only,
-        );
-        let Some(long) = self.long.as_mut() else {
-            return false;
-        };
-        match long.send_task(now, id, cmd_id, body, timeouts, Some(deadline), send_only) {
-            Ok(()) => {
-                if let Some(e) = self.tasks.get_mut(&id) {
-                    e.state = State::Long;
-                    e.attempts += 1;
-                    e.attempt_started = now;
-                    self.queue.remove(&(e.order, id));
-                }
-                self.last_task_start = now;
-                self.pump_long(now);
-                true
-            }
-            Err(SendError::NotConnected | SendError::TooManyInFlight) => false,
-            Err(SendError::TooLarge { .. }) => {
-                self.finish(id, Err(crate::error::ProtocolError::FrameTooLarge.into()));
-                true
-            }
-            Err(SendError::ReservedId(_) | SendError::Duplicate(_)) => {
-                // Cannot happen: ids are allocated outside the reserved range
-                // and a task runs at most once. End it rather than loop.
-                self.finish(id, Err(LocalError::LongLinkUnavailable.into()));
-                true
-            }
-        }
-    }
-
-    // ---- candidates and resolving ----
-
-    /// The candidate list, or `None` while a resolve answer is awaited.
-    #[allow(clippy::too_many_arguments)]
-    fn candidates(
-        &mut self,
-        now: Instant,
-        debug: Option<SocketAddr>,
-        hosts: &[String],
-        ips: &[IpAddr],
-        backups: &[IpAddr],
-        ports: &[u16],
-        max: usize,
-    ) -> Option<Vec<SocketAddr>> {
-        if let Some(d) = debug {
-            return Some(vec![d]);
-        }
-        let mut primary_ips: Vec<IpAddr> = Vec::new();
-        let mut waiting = false;
-        for host in hosts {
-            match self.host_addrs(now, host) {
-                Some(addrs) => primary_ips.extend(addrs),
-                None => waiting = true,
-            }
-        }
-        if waiting {
-            return None;
-        }
-        primary_ips.extend_from_slice(ips);
-        let expand = |ips: &[IpAddr]| -> Vec<SocketAddr> {
-            ips.iter()
-                .flat_map(|ip| ports.iter().map(move |p| SocketAddr::new(*ip, *p)))
-                .collect()
-        };
-        let max = max.max(1);
-        let mut out = self
-            .history
-            .order(now, &expand(&primary_ips), &mut self.rng);
-        out.truncate(max);
-        if out.len() < max && !backups.is_empty() {
-            let more = self.history.order(now, &expand(backups), &mut self.rng);
-            for a in more {
-                if out.len() >= max {
-                    break;
-                }
-                if !out.contains(&a) {
-                    out.push(a);
-                }
-            }
-        }
-        Some(out)
-    }
-
-    /// The hosts a short-link task resolves: its own, else the configured ones.
-    fn short_hosts(&self, id: TaskId) -> Vec<String> {
-        match self.tasks.get(&id).and_then(|e| e.task.host.clone()) {
-            Some(h) => vec![h],
-            None => self.config.short_link.hosts.clone(),
-        }
-    }
-
-    /// Drops cached answers for `hosts` (not pending lookups).
-    fn forget_hosts(&mut self, hosts: &[String]) {
-        for h in hosts {
-            if let Some(entry) = self.dns.get_mut(h) {
-                if entry.pending_until.is_none() {
-                    entry.answered_at = None;
-                }
-            }
-        }
-    }
-
-    /// A host's addresses if a usable answer is at hand; otherwise asks the
-    /// app (once) and returns `None`.
-    fn host_addrs(&mut self, now: Instant, host: &str) -> Option<Vec<IpAddr>> {
-        let ttl = self.config.resolve_ttl;
-        if !self.dns.contains_key(host) && self.dns.len() >= MAX_DNS_ENTRIES {
-            let victim = self
-                .dns
-                .iter()
-                .filter(|(_, h)| h.pending_until.is_none())
-                .min_by_key(|(_, h)| h.answered_at)
-                .map(|(k, _)| k.clone());
-            match victim {
-                Some(k) => {
-                    self.dns.remove(&k);
-                }
-                None => return Some(Vec::new()), // table full of pending lookups
-            }
-        }
-        let timeout = self.config.resolve_timeout;
-        let entry = self.dns.entry(host.to_owned()).or_default();
-        if entry.pending_until.is_some() {
-            return None;
-        }
-        if let Some(at) = entry.answered_at {
-            if now <= at + ttl {
-                return Some(entry.addrs.clone());
-            }
-        }
-        entry.pending_until = Some(now + timeout);
-        self.actions.push_back(Action::Resolve {
-            host: host.to_owned(),
-        });
-        None
-    }
-
-    fn resolved(&mut self, now: Instant, host: String, mut addrs: Vec<IpAddr>) {
-        let Some(entry) = self.dns.get_mut(&host) else {
-            return; // not asked (or forgotten): ignore
-        };
-        addrs.truncate(64);
-        entry.addrs = addrs;
-        entry.answered_at = Some(now);
-        entry.pending_until = None;
-        if self.long_wants_connect {
-            self.long_connect(now);
-        }
-    }
-
-    fn long_connect(&mut self, now: Instant) {
-        let Some(ep) = self.config.long_link.clone() else {
-            return;
-        };
-        let Some(candidates) = self.candidates(
-            now,
-            ep.debug,
-            &ep.hosts,
-            &ep.ips,
-            &ep.backup_ips,
-            &ep.ports,
-            ep.max_candidates,
-        ) else {
-            self.long_wants_connect = true;
-            return;
-        };
-        self.long_wants_connect = false;
-        let rtt = self.rtt_hint();
-        if let Some(long) = self.long.as_mut() {
-            long.connect(now, candidates, rtt, &mut self.ids);
-            self.actions
-                .push_back(Action::LongLink(LinkStatus::Connecting));
-        }
-        self.pump_long(now);
-    }
-
     // ---- connection events ----
 
     fn conn_event(&mut self, now: Instant, conn: ConnId, event: ConnEvent) {
@@ -1436,112 +1193,6 @@ impl Engine {
         // Mars ignores updates while there is no network (§4.2).
         if self.network != NetworkKind::None {
             self.history.record(now, addr, ok);
-        }
-    }
-
-    /// Drains a short exchange's actions.
-    fn pump_short(&mut self, now: Instant, id: TaskId) {
-        loop {
-            let Some(action) = self
-                .short
-                .get_mut(&id)
-                .and_then(ShortLinkExchange::poll_action)
-            else {
-                return;
-            };
-            match action {
-                ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
-                ExchangeAction::Endpoint(r) => {
-                    if let Some(t) = r.connect_time.filter(|_| r.ok) {
-                        self.timeouts.on_connect_sample(t);
-                        self.connect_rtt.sample(t);
-                        self.rtt_hint_scale = 1;
-                    }
-                    self.record_endpoint(now, r.addr, r.ok);
-                    if r.ok {
-                        // A working connection is a sign of connectivity.
-                        self.replay_zombies(now);
-                    }
-                }
-                ExchangeAction::Finished(result) => {
-                    self.short.remove(&id);
-                    self.short_finished(now, id, result);
-                    return;
-                }
-            }
-        }
-    }
-
-    fn short_finished(&mut self, now: Instant, id: TaskId, result: ExchangeResult) {
-        // Safety net: the exchange closed its connections; drop stale entries.
-        let left: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, o)| **o == Owner::Short(id))
-            .map(|(c, _)| *c)
-            .collect();
-        for conn in left {
-            self.emit_io(Owner::Short(id), IoAction::Close { conn });
-        }
-        let Some(e) = self.tasks.get(&id) else {
-            return;
-        };
-        if e.state != State::Short {
-            return;
-        }
-        let report = Report {
-            task: id,
-            attempt: e.attempts,
-            channel: Channel::Short,
-            started: e.attempt_started,
-            ended: now,
-            endpoint: result.endpoint,
-            connect_time: result.connect_time,
-            first_packet_after: result.first_packet_after,
-            connect_attempts: result.connect_attempts,
-            bytes_sent: result.bytes_sent,
-            bytes_received: result.bytes_received,
-            error: result.outcome.as_ref().err().cloned(),
-        };
-        let cmd_id = e.task.cmd_id;
-        let send_len = e.task.body.len();
-        if let Some(fp) = result.first_packet_after {
-            self.timeouts.on_first_packet(fp, send_len);
-        }
-        match result.outcome {
-            Ok(resp) => {
-                let bytes = usize::try_from(result.bytes_sent + result.bytes_received)
-                    .unwrap_or(usize::MAX);
-                let cost = result.request_sent_at.map_or(Duration::ZERO, |t| now - t);
-                self.timeouts.on_success(now, AttemptSample { bytes, cost });
-                self.actions.push_back(Action::Report(report));
-                self.finish(
-                    id,
-                    Ok(Response {
-                        body: resp.body,
-                        status: Some(resp.status),
-                        cmd_id,
-                    }),
-                );
-                self.replay_zombies(now);
-            }
-            Err(error) => {
-                self.note_failure(now, &error);
-                if matches!(error, Error::Connect { .. } | Error::Dns(_)) {
-                    // The addresses did not work: ask again next time.
-                    let hosts = self.short_hosts(id);
-                    self.forget_hosts(&hosts);
-                }
-                if error == Error::Timeout(TimeoutKind::Task) {
-                    if let Some(e) = self.tasks.get_mut(&id) {
-                        e.state = State::Queued;
-                    }
-                    self.actions.push_back(Action::Report(report));
-                    self.end_failed(now, id, error);
-                } else {
-                    self.attempt_failed(now, id, error, Channel::Short, Some(report));
-                }
-            }
         }
     }
 
@@ -1578,152 +1229,6 @@ impl Engine {
             | Error::Rejected(_) => {}
             _ => self.timeouts.on_failure(now),
         }
-    }
-
-    /// Drains the long link's events.
-    fn pump_long(&mut self, now: Instant) {
-        loop {
-            let Some(event) = self.long.as_mut().and_then(LongLink::poll_event) else {
-                return;
-            };
-            match event {
-                LongLinkEvent::Io(io) => self.emit_io(Owner::Long, io),
-                LongLinkEvent::WantConnect => {
-                    if !self.shut_down {
-                        self.long_connect(now);
-                    }
-                }
-                LongLinkEvent::Connected { addr, connect_time } => {
-                    self.timeouts.on_connect_sample(connect_time);
-                    self.connect_rtt.sample(connect_time);
-                    self.rtt_hint_scale = 1;
-                    self.emit_link(LinkStatus::Connected { addr });
-                    self.replay_zombies(now);
-                }
-                LongLinkEvent::Disconnected { error } => {
-                    if matches!(error, Some(Error::Connect { .. } | Error::Dns(_))) {
-                        let hosts = self
-                            .config
-                            .long_link
-                            .as_ref()
-                            .map(|l| l.hosts.clone())
-                            .unwrap_or_default();
-                        self.forget_hosts(&hosts);
-                    }
-                    self.emit_link(LinkStatus::Disconnected);
-                }
-                LongLinkEvent::Endpoint(r) => {
-                    if let Some(t) = r.connect_time.filter(|_| r.ok) {
-                        self.timeouts.on_connect_sample(t);
-                        self.connect_rtt.sample(t);
-                        self.rtt_hint_scale = 1;
-                    }
-                    self.record_endpoint(now, r.addr, r.ok);
-                }
-                LongLinkEvent::TaskSent { task } => {
-                    let report = self.long_report(task, now, None, None, 0, None);
-                    if let Some(e) = self.tasks.get(&task).filter(|e| e.state == State::Long) {
-                        let cmd_id = e.task.cmd_id;
-                        if let Some(r) = report {
-                            self.actions.push_back(Action::Report(r));
-                        }
-                        self.finish(
-                            task,
-                            Ok(Response {
-                                body: Bytes::new(),
-                                status: None,
-                                cmd_id,
-                            }),
-                        );
-                    }
-                }
-                LongLinkEvent::TaskResponse {
-                    task,
-                    cmd_id,
-                    body,
-                    first_packet_after,
-                    bytes_received,
-                } => {
-                    let Some(e) = self.tasks.get(&task).filter(|e| e.state == State::Long) else {
-                        continue;
-                    };
-                    let send_len = e.task.body.len();
-                    let cost = now - e.attempt_started;
-                    if let Some(fp) = first_packet_after {
-                        self.timeouts.on_first_packet(fp, send_len);
-                    }
-                    let bytes = send_len
-                        .saturating_add(usize::try_from(bytes_received).unwrap_or(usize::MAX));
-                    self.timeouts.on_success(now, AttemptSample { bytes, cost });
-                    if let Some(r) =
-                        self.long_report(task, now, first_packet_after, None, bytes_received, None)
-                    {
-                        self.actions.push_back(Action::Report(r));
-                    }
-                    self.finish(
-                        task,
-                        Ok(Response {
-                            body,
-                            status: None,
-                            cmd_id,
-                        }),
-                    );
-                    self.replay_zombies(now);
-                }
-                LongLinkEvent::TaskFailed { task, error } => {
-                    if self.tasks.get(&task).is_none_or(|e| e.state != State::Long) {
-                        continue;
-                    }
-                    self.note_failure(now, &error);
-                    let report = self.long_report(task, now, None, None, 0, Some(error.clone()));
-                    if error == Error::Timeout(TimeoutKind::Task) {
-                        if let Some(e) = self.tasks.get_mut(&task) {
-                            e.state = State::Queued;
-                        }
-                        if let Some(r) = report {
-                            self.actions.push_back(Action::Report(r));
-                        }
-                        self.end_failed(now, task, error);
-                    } else {
-                        self.attempt_failed(now, task, error, Channel::Long, report);
-                    }
-                }
-                LongLinkEvent::Push { cmd_id, body } => {
-                    self.actions.push_back(Action::Push { cmd_id, body });
-                }
-                LongLinkEvent::AskIdentify => self.actions.push_back(Action::AskIdentify),
-                LongLinkEvent::IdentifyResponse { cmd_id, body } => {
-                    self.actions
-                        .push_back(Action::IdentifyResponse { cmd_id, body });
-                }
-            }
-        }
-    }
-
-    fn long_report(
-        &self,
-        task: TaskId,
-        now: Instant,
-        first_packet_after: Option<Duration>,
-        connect_time: Option<Duration>,
-        bytes_received: u64,
-        error: Option<Error>,
-    ) -> Option<Report> {
-        let e = self.tasks.get(&task)?;
-        Some(Report {
-            task,
-            attempt: e.attempts,
-            channel: Channel::Long,
-            started: e.attempt_started,
-            ended: now,
-            endpoint: self.long.as_ref().and_then(LongLink::endpoint),
-            connect_time,
-            first_packet_after,
-            connect_attempts: 0,
-            bytes_sent: u64::try_from(e.task.body.len()).unwrap_or(u64::MAX) + 20,
-            bytes_received,
-            error,
-        })
     }
 }
 

@@ -101,13 +101,25 @@ fn s(d: stn_proto::time::Duration) -> f64 {
 #[test]
 #[ignore = "exploration"]
 fn where_the_time_goes() {
+    breakdown(false);
+}
+
+#[test]
+#[ignore = "exploration"]
+fn where_the_time_goes_long_link() {
+    breakdown(true);
+}
+
+fn breakdown(long: bool) {
     for loss in [30.0, 50.0, 70.0] {
         for platform in Platform::ALL {
             for (name, profile, tweak) in loss_tweaks() {
-                let sp = spec(
+                let mut sp = spec(
                     PathSchedule::constant(Preset::LossPercent(loss).conditions()),
                     11,
                 );
+                sp.long_link = long;
+                sp.keep_alive_server = long;
                 let variant = EngineVariant::Profile(profile);
                 let mut client = engine_client(&variant, platform, &sp);
                 let mut cfg = client.config().clone();

@@ -98,3 +98,22 @@ fn swarm_engine_invariants_hold_and_every_call_ends_once() {
         check(seed);
     }
 }
+
+#[test]
+fn quick_suites_show_no_engine_contract_violation() {
+    use stn_sim::bench::{run_suite, BenchOptions, Suite};
+    let opts = BenchOptions::new(9, true);
+    for suite in Suite::ALL {
+        for r in run_suite(suite, &opts) {
+            let note = r.note.unwrap_or_default();
+            assert!(
+                !note.contains("VIOLATION"),
+                "{} {} {} {}: {note}",
+                r.suite,
+                r.scenario,
+                r.platform,
+                r.client
+            );
+        }
+    }
+}

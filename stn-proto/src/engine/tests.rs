@@ -582,6 +582,7 @@ fn endpoint_reports_feed_the_ban_history() {
 /// A fake long-link server on one connection.
 struct LongServer {
     conn: ConnId,
+    addr: SocketAddr,
     dec: FrameDecoder,
 }
 
@@ -621,6 +622,7 @@ fn long_up(h: &mut H) -> LongServer {
     h.drain();
     LongServer {
         conn,
+        addr,
         dec: FrameDecoder::new(CodecConfig::default()),
     }
 }
@@ -716,6 +718,7 @@ fn long_task_waits_for_the_link_and_identify_is_sent_when_asked() {
     h.drain();
     let mut s = LongServer {
         conn,
+        addr: "10.0.1.1:8080".parse().unwrap_or_else(|_| unreachable!()),
         dec: FrameDecoder::new(CodecConfig::default()),
     };
     let frames = s.frames(&h.log);
@@ -1208,4 +1211,42 @@ fn inactive_app_reconnects_on_the_slowest_schedule() {
     let a = h.advance_to(failed_start + secs(600));
     assert_eq!(connects(&a).len(), 1);
     let _ = &mut srv;
+}
+
+#[test]
+fn mars_long_task_deadline_is_a_batch_error_stn_only_ends_that_task() {
+    for (profile, batch) in [(Profile::Mars, true), (Profile::Stn, false)] {
+        let mut h = H::new(long_cfg(profile));
+        let mut s = long_up(&mut h);
+        for f in s.frames(&h.log) {
+            reply(&mut h, &s, f);
+        }
+        let short_lived = h.submit(
+            Task::new(1, "", "a")
+                .channel(Channel::Long)
+                .total_timeout(ms(1_500))
+                .retry_count(0),
+        );
+        let other = h.submit(Task::new(2, "", "b").channel(Channel::Long));
+        let acts = h.advance(ms(1_500));
+        assert_eq!(
+            h.outcome(short_lived),
+            Err(Error::Timeout(TimeoutKind::Task))
+        );
+        assert_eq!(
+            closes(&acts).contains(&s.conn),
+            batch,
+            "{profile}: {acts:?}"
+        );
+        let rb = h.reports(other);
+        assert_eq!(!rb.is_empty(), batch, "{profile}: bystander failed over");
+        if batch {
+            assert_eq!(
+                rb[0].endpoint,
+                Some(s.addr),
+                "the link's endpoint is reported"
+            );
+        }
+        assert!(h.finished(other).is_empty());
+    }
 }

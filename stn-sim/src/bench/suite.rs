@@ -279,7 +279,7 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
                             s.keep_alive_server = true;
                         }
                         let mut r = run_sequential(&client, platform, &s, successes);
-                        annotate(&client, &mut r.record);
+                        annotate(&client, &mut r.record, &r.violations);
                         opts.emit(&r.record, &mut out);
                     }
                 }
@@ -329,7 +329,7 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
                                     s.dns_copies = crate::bench::fidelity::FIT_DNS_COPIES;
                                 }
                                 let mut res = run_single(&client, platform, &s);
-                                annotate(&client, &mut res.record);
+                                annotate(&client, &mut res.record, &res.violations);
                                 if variant == SensitivityVariant::Fit {
                                     res.record.note =
                                         Some(crate::bench::fidelity::fit_note(platform));
@@ -364,7 +364,7 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
                                 s.response_len = kib * 1024;
                             }
                             let mut r = run_sequential(&client, platform, &s, calls);
-                            annotate(&client, &mut r.record);
+                            annotate(&client, &mut r.record, &r.violations);
                             opts.emit(&r.record, &mut out);
                         }
                     }
@@ -375,9 +375,18 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
     out
 }
 
-fn annotate(client: &ClientKind, rec: &mut RunRecord) {
+/// Labels tuned runs, and surfaces any engine contract violation the
+/// adapter saw (none is expected; `tests/bench_swarm.rs` asserts it).
+fn annotate(client: &ClientKind, rec: &mut RunRecord, violations: &[String]) {
     if *client == ClientKind::STN_TUNED {
         rec.note = Some(crate::bench::scenario::STN_TUNED_NOTE.to_owned());
+    }
+    if let Some(first) = violations.first() {
+        let v = format!("ENGINE CONTRACT VIOLATIONS ({}): {first}", violations.len());
+        rec.note = Some(match rec.note.take() {
+            Some(n) => format!("{n}; {v}"),
+            None => v,
+        });
     }
 }
 
