@@ -56,7 +56,7 @@
 //!   a reused connection skips the handshake that stn's fresh connection
 //!   pays under loss.
 //! - **Long link** (beyond): at 70 % loss `stn` is slower than `mars_2017`
-//!   (iOS 11 669 s vs 10 757 s): its failed calls each last the full 20 s
+//!   (iOS 11 669 s vs 10 461 s): its failed calls each last the full 20 s
 //!   deadline (zombies keep trying on a link that keeps dropping) while
 //!   Mars's fail after ~12 s and the next call starts; `stn-tuned`'s 4 s
 //!   first-packet base is worse still there (15 113 s): a first-packet

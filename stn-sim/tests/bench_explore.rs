@@ -70,6 +70,13 @@ fn loss_tweaks() -> Vec<(&'static str, Profile, Tweak)> {
             cap(c, 4);
             nb(c);
         }),
+        ("stn zombies=mars", Profile::Stn, |c| {
+            c.zombies = stn_proto::engine::ZombiePolicy::TotalTimeoutOnly;
+        }),
+        ("stn zombies=mars cap4", Profile::Stn, |c| {
+            c.zombies = stn_proto::engine::ZombiePolicy::TotalTimeoutOnly;
+            cap(c, 4);
+        }),
     ]
 }
 

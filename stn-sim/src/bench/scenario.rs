@@ -138,6 +138,11 @@ pub const STN_TUNED_NOTE: &str = "TUNED, not the default: zombie_idle_restart = 
 ///   exponential RTO back-off, and a fresh connection is faster; the cost
 ///   is for servers slower than 4 s, which must then set
 ///   `server_process_cost`.
+///
+/// Both help the short link and **hurt the long link** (a first-packet
+/// timeout there drops the whole link; replaying parked tasks quickly on a
+/// link that keeps dropping costs reconnects): the engine has one knob for
+/// both channels, so a per-channel setting is what to adopt, not these.
 pub fn stn_tuned_config(cfg: &mut stn_proto::engine::Config) {
     cfg.zombie_idle_restart = Duration::from_millis(250);
     cfg.timeouts.wifi.base_first_packet = Duration::from_secs(4);

@@ -14,7 +14,7 @@
 //! per attempt) plus the sockets this adapter opened.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
-use std::net::{IpAddr, SocketAddr};
+use std::net::IpAddr;
 
 use bytes::Bytes;
 use stn_proto::engine::{Action, Config, Engine, Input, Report};
@@ -483,9 +483,4 @@ impl CallClient for StnClient {
     fn poll_outcome(&mut self) -> Option<CallOutcome> {
         self.outcomes.pop_front()
     }
-}
-
-/// The address a long-link server listens on, next to a short-link server.
-pub fn long_link_addr(short: SocketAddr, port: u16) -> SocketAddr {
-    SocketAddr::new(short.ip(), port)
 }
