@@ -24,6 +24,7 @@
 
 pub mod ban;
 pub mod codec;
+pub mod engine;
 pub mod error;
 pub mod heartbeat;
 pub mod io;

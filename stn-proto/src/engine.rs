@@ -1,0 +1,1587 @@
+//! The engine: stn's top-level sans-IO machine.
+//!
+//! An [`Engine`] takes tasks ([`Engine::submit`]), decides how to carry them —
+//! a short-link HTTP exchange ([`crate::short_link`]) or a frame on the long
+//! link ([`crate::long_link`]) — and tells its driver what to do through
+//! [`Action`]s: open, write and close connections, resolve host names, report
+//! each attempt, finish each task. The driver feeds back what the sockets and
+//! the resolver did ([`Engine::handle_input`]) and wakes the engine at
+//! [`Engine::poll_timeout`] ([`Engine::handle_timeout`]).
+//!
+//! **The drain rule: after every call — a command (`submit`, `cancel`,
+//! `network_*`, `set_*`, `identify_answer`, `shutdown`), an input
+//! (`handle_input`) or a timeout (`handle_timeout`) — drain
+//! [`Engine::poll_action`] until it returns `None`, then read
+//! [`Engine::poll_timeout`] and call `handle_timeout` no later than that.**
+//!
+//! What it does (reference/mars-stn.md; the section numbers are there):
+//!
+//! - **Queue** (§2.1): tasks wait in priority order (0 first), FIFO within a
+//!   priority. Many short-link attempts run in parallel (one connection each);
+//!   many tasks are pipelined on the long link at once.
+//! - **Channel** (§1): `Short`, `Long`, or `Both` — the long link when it is
+//!   connected, else the short link ([`ChannelChoice`]).
+//! - **Deadlines and retries** (§2.2–2.4): each task has a deadline
+//!   ([`crate::timeout::task_timeout`], measured from submission); a failed
+//!   attempt is retried while retries remain, after
+//!   [`Config::retry_interval`]; the deadline ends the task with
+//!   [`TimeoutKind::Task`], never retried. Per-attempt timeouts come from
+//!   [`AdaptiveTimeouts`].
+//! - **Candidates** (§4.1): the debug address, else resolved hosts
+//!   ([`Action::Resolve`] answered by [`Input::Resolved`]) and fixed IPs
+//!   ordered by the [`EndpointHistory`] (bans applied), then backup IPs.
+//!   Every connect outcome is recorded into the history.
+//! - **Anti-avalanche** (§7): every attempt passes the frequency and flow
+//!   limits; a rejection ends the task with [`Error::Rejected`].
+//! - **Network changes** (§8): bans and dynamic timeouts reset, the long link
+//!   reconnects at once, running attempts are redone, parked tasks (Mars's
+//!   zombies, [`ZombiePolicy`]) replayed.
+//! - **Every task ends exactly once** with [`Action::TaskFinished`]: on
+//!   success, failure, cancel, deadline or [`Engine::shutdown`].
+//!
+//! Time never goes back: `now` is clamped to the latest value seen
+//! ([`MonotonicClock`]). Every random choice comes from [`Config::seed`]. No
+//! input makes it panic, and memory is bounded: [`Config::max_queued_tasks`]
+//! tasks at most (more → [`SubmitError::QueueFull`]), the codecs' caps on
+//! buffered bytes, a bounded resolver table.
+//!
+//! # Example: the drain rule against a fake server
+//!
+//! ```
+//! use bytes::Bytes;
+//! use stn_proto::engine::{Action, Config, Engine, Input};
+//! use stn_proto::io::ConnEvent;
+//! use stn_proto::task::{Channel, Task};
+//! use stn_proto::time::{Duration, Instant};
+//! use stn_proto::codec::longlink::{encode_to_bytes, Frame, FrameDecoder, CodecConfig};
+//! use stn_proto::Profile;
+//!
+//! let ip = "192.0.2.7".parse().unwrap();
+//! let config = Config::for_profile(Profile::Stn)
+//!     .short_link_ips([ip], 8080)
+//!     .long_link_ips([ip], 8081);
+//! let mut now = Instant::from_secs(1);
+//! let mut engine = Engine::new(now, config);
+//!
+//! // A tiny in-memory server: answers every connect, every HTTP POST with
+//! // "200 OK", and echoes every long-link frame (noops included).
+//! let mut inputs: Vec<Input> = Vec::new();
+//! let mut finished = Vec::new();
+//! let mut decoders = std::collections::BTreeMap::new();
+//! let mut drain = |engine: &mut Engine, inputs: &mut Vec<Input>, finished: &mut Vec<_>| {
+//!     while let Some(action) = engine.poll_action() {
+//!         match action {
+//!             Action::Connect { conn, addr } => {
+//!                 if addr.port() == 8081 {
+//!                     decoders.insert(conn, FrameDecoder::new(CodecConfig::default()));
+//!                 }
+//!                 inputs.push(Input::Conn { conn, event: ConnEvent::Connected });
+//!             }
+//!             Action::Send { conn, data } => match decoders.get_mut(&conn) {
+//!                 Some(dec) => {
+//!                     let mut buf = &data[..];
+//!                     while let Ok(Some(frame)) = dec.decode(&mut buf) {
+//!                         let reply = Frame::new(frame.cmd_id, frame.seq, Bytes::from_static(b"pong"));
+//!                         let bytes = encode_to_bytes(&reply, 0).unwrap();
+//!                         inputs.push(Input::Conn { conn, event: ConnEvent::Received(bytes) });
+//!                     }
+//!                 }
+//!                 None => {
+//!                     let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
+//!                     inputs.push(Input::Conn { conn, event: ConnEvent::Received(Bytes::from_static(reply)) });
+//!                 }
+//!             },
+//!             Action::AskIdentify => {} // answered below
+//!             Action::TaskFinished { id, outcome, .. } => finished.push((id, outcome)),
+//!             _ => {}
+//!         }
+//!     }
+//! };
+//!
+//! // Drain after every call; feed the server's answers back; sleep until poll_timeout.
+//! let short = engine.submit(now, Task::new(0, "/hello", "hi").channel(Channel::Short)).unwrap();
+//! let long = engine.submit(now, Task::new(7, "", "hi").channel(Channel::Long)).unwrap();
+//! for _ in 0..100 {
+//!     drain(&mut engine, &mut inputs, &mut finished);
+//!     if inputs.is_empty() {
+//!         if finished.len() == 2 { break; }
+//!         now = engine.poll_timeout().expect("work is pending, so a timer is armed");
+//!         engine.handle_timeout(now);
+//!     } else {
+//!         for input in std::mem::take(&mut inputs) {
+//!             engine.handle_input(now, input);
+//!             drain(&mut engine, &mut inputs, &mut finished);
+//!         }
+//!     }
+//!     engine.identify_answer(now, stn_proto::long_link::IdentifyDecision::Never);
+//! }
+//! finished.sort_by_key(|(id, _)| *id);
+//! assert_eq!(finished[0].0, short);
+//! assert_eq!(finished[0].1.as_ref().unwrap().body, &b"hello"[..]);
+//! assert_eq!(finished[1].0, long);
+//! assert_eq!(finished[1].1.as_ref().unwrap().body, &b"pong"[..]);
+//! assert!(engine.poll_timeout().map_or(true, |t| t >= now));
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use bytes::Bytes;
+
+use crate::ban::EndpointHistory;
+use crate::error::{Error, LimitKind as ErrorLimit, LocalError, Response, TimeoutKind};
+use crate::io::{ConnEvent, ConnId, ConnIds, IoAction};
+use crate::limit::{payload_digest, AntiAvalanche, CheckInput, LimitKind};
+use crate::long_link::{
+    DisconnectReason, ExchangeTimeouts as LongTimeouts, IdentifyDecision, LongLink, LongLinkEvent,
+    SendError,
+};
+use crate::monitor::Activity;
+use crate::net::{IpAddr, NetworkKind, SocketAddr};
+use crate::rng::Rng;
+use crate::short_link::{
+    ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts, ShortLinkExchange,
+};
+use crate::task::{Channel, Task, TaskId};
+use crate::time::{Duration, Instant, MonotonicClock};
+use crate::timeout::{
+    task_timeout, AdaptiveTimeouts, AttemptInput, AttemptSample, TaskTimeoutInput,
+    TimeoutKind as AttemptTimeoutKind,
+};
+
+mod config;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{
+    ChannelChoice, Config, LongLinkEndpoints, NoNetworkPolicy, ShortLinkEndpoints, ZombiePolicy,
+};
+pub use types::{Action, Input, LinkStatus, Report, SubmitError};
+
+/// Most host names whose resolve answers are remembered.
+const MAX_DNS_ENTRIES: usize = 64;
+
+/// Where a task stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// In the queue, waiting for its turn (or its retry time, the network,
+    /// authentication, the long link, a resolve answer).
+    Queued,
+    /// An attempt is running on the short link.
+    Short,
+    /// An attempt is running on the long link.
+    Long,
+    /// Failed and parked until a sign of connectivity (Mars zombie).
+    Zombie,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    task: Task,
+    /// The channel after the task's own rules ([`Task::effective_channel`]).
+    channel: Channel,
+    /// Mars's channel choice made at submit ([`ChannelChoice::AtSubmit`]).
+    frozen: Option<Channel>,
+    /// Queue order key: (priority, submission counter).
+    order: (u8, u64),
+    deadline: Instant,
+    /// End of the zombie budget, if the task may be parked.
+    budget_end: Option<Instant>,
+    retries_left: u8,
+    attempts: u32,
+    not_before: Instant,
+    state: State,
+    /// Start of the running attempt.
+    attempt_started: Instant,
+    /// When it was parked.
+    parked_at: Instant,
+    last_error: Option<Error>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct HostDns {
+    addrs: Vec<IpAddr>,
+    answered_at: Option<Instant>,
+    pending_until: Option<Instant>,
+}
+
+/// Who owns a live connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Short(TaskId),
+    Long,
+}
+
+/// The top-level sans-IO machine. See the [module docs](self) for what it
+/// does and the drain rule.
+#[derive(Debug)]
+pub struct Engine {
+    config: Config,
+    clock: MonotonicClock,
+    rng: Rng,
+    ids: ConnIds,
+    next_id: TaskId,
+    counter: u64,
+    tasks: BTreeMap<TaskId, Entry>,
+    queue: BTreeSet<((u8, u64), TaskId)>,
+    short: BTreeMap<TaskId, ShortLinkExchange>,
+    conns: BTreeMap<ConnId, Owner>,
+    history: EndpointHistory,
+    timeouts: AdaptiveTimeouts,
+    limits: AntiAvalanche,
+    activity: Activity,
+    dns: BTreeMap<String, HostDns>,
+    long: Option<LongLink>,
+    /// The long link asked for a connect that waits for resolve answers.
+    long_wants_connect: bool,
+    network: NetworkKind,
+    /// The last network that was not `None`.
+    last_network: NetworkKind,
+    authed: bool,
+    last_task_start: Instant,
+    shut_down: bool,
+    actions: VecDeque<Action>,
+}
+
+impl Engine {
+    /// A fresh engine at `now`. The long link (if configured) starts
+    /// connecting on the first [`handle_timeout`](Self::handle_timeout).
+    pub fn new(now: Instant, config: Config) -> Self {
+        let mut clock = MonotonicClock::new();
+        let now = clock.observe(now);
+        let long = config.long_link.as_ref().map(|_| {
+            let mut cfg = config.long.clone();
+            cfg.foreground = config.foreground;
+            cfg.monitor.seed = Rng::derive(config.seed, 2).next_u64();
+            LongLink::new(now, cfg)
+        });
+        let network = config.network;
+        let timeouts_net = if network == NetworkKind::None {
+            NetworkKind::Wifi
+        } else {
+            network
+        };
+        Engine {
+            rng: Rng::derive(config.seed, 1),
+            ids: ConnIds::new(),
+            next_id: TaskId::FIRST,
+            counter: 0,
+            tasks: BTreeMap::new(),
+            queue: BTreeSet::new(),
+            short: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            history: EndpointHistory::new(config.ban.clone()),
+            timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
+            limits: AntiAvalanche::new(now, config.limits.clone(), config.foreground),
+            activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
+            dns: BTreeMap::new(),
+            long,
+            long_wants_connect: false,
+            network,
+            last_network: timeouts_net,
+            authed: false,
+            last_task_start: now,
+            shut_down: false,
+            actions: VecDeque::new(),
+            clock,
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Tasks held (queued, running or parked).
+    pub fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether the task is still held (it has not finished).
+    pub fn has_task(&self, id: TaskId) -> bool {
+        self.tasks.contains_key(&id)
+    }
+
+    /// Short-link attempts running.
+    pub fn short_in_flight(&self) -> usize {
+        self.short.len()
+    }
+
+    /// Tasks awaiting a response on the long link.
+    pub fn long_in_flight(&self) -> usize {
+        self.long.as_ref().map_or(0, LongLink::in_flight)
+    }
+
+    /// Whether the long link is connected.
+    pub fn long_link_connected(&self) -> bool {
+        self.long.as_ref().is_some_and(LongLink::is_connected)
+    }
+
+    /// Connections the engine considers open (asked for, not yet closed).
+    pub fn open_connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// The network the engine believes it is on.
+    pub fn network(&self) -> NetworkKind {
+        self.network
+    }
+
+    /// The endpoint history (bans and ordering).
+    pub fn endpoint_history(&self) -> &EndpointHistory {
+        &self.history
+    }
+
+    /// Submits a task. It gets an id and ends exactly once with
+    /// [`Action::TaskFinished`].
+    ///
+    /// # Errors
+    ///
+    /// [`SubmitError`] if the task is invalid, needs a long link that is not
+    /// configured, the queue is full, or the engine is shut down. A refused
+    /// task gets no id and no `TaskFinished`.
+    pub fn submit(&mut self, now: Instant, task: Task) -> Result<TaskId, SubmitError> {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return Err(SubmitError::ShutDown);
+        }
+        task.validate()?;
+        let mut channel = task.effective_channel()?;
+        if self.long.is_none() {
+            channel = match channel {
+                Channel::Long => return Err(SubmitError::NoLongLink),
+                Channel::Both => Channel::Short,
+                Channel::Short => Channel::Short,
+            };
+        }
+        if self.tasks.len() >= self.config.max_queued_tasks {
+            return Err(SubmitError::QueueFull);
+        }
+        let id = self.allocate_id();
+        let timeout = task_timeout(
+            &self.config.timeouts,
+            &TaskTimeoutInput {
+                server_cost: task.server_process_cost,
+                retry_count: u32::from(task.retries()),
+                total_timeout: task.total_timeout,
+                long_polling: task.long_polling,
+            },
+        );
+        let deadline = now + timeout;
+        let total_end = task.total_timeout.filter(|t| !t.is_zero()).map(|t| now + t);
+        let budget_end = match self.config.zombies {
+            ZombiePolicy::Off => None,
+            ZombiePolicy::TotalTimeoutOnly => total_end,
+            ZombiePolicy::UntilDeadline => total_end.or(Some(deadline)),
+        }
+        .filter(|_| !task.network_status_sensitive);
+        let frozen = match self.config.channel_choice {
+            ChannelChoice::AtSubmit => Some(channel.pick(self.long_link_connected())),
+            ChannelChoice::PerAttempt => None,
+        };
+        self.counter += 1;
+        let order = (task.priority, self.counter);
+        let sensitive_fail = task.network_status_sensitive
+            && self.config.no_network == NoNetworkPolicy::FailSensitive
+            && self.network == NetworkKind::None
+            && !self.long_link_connected();
+        let entry = Entry {
+            retries_left: task.retries(),
+            task,
+            channel,
+            frozen,
+            order,
+            deadline,
+            budget_end,
+            attempts: 0,
+            not_before: now,
+            state: State::Queued,
+            attempt_started: now,
+            parked_at: now,
+            last_error: None,
+        };
+        self.tasks.insert(id, entry);
+        if sensitive_fail {
+            // Mars `kEctLocalNoNet`: refused at start, never parked.
+            self.finish(id, Err(LocalError::NoNetwork.into()));
+        } else {
+            self.queue.insert((order, id));
+        }
+        self.run(now);
+        Ok(id)
+    }
+
+    /// Cancels a task: it ends with [`Error::Cancelled`] (exactly once; an
+    /// unknown or finished id is ignored). Its connections are closed.
+    pub fn cancel(&mut self, now: Instant, id: TaskId) {
+        let now = self.clock.observe(now);
+        if self.tasks.contains_key(&id) {
+            self.stop_attempt(now, id);
+            self.finish(id, Err(Error::Cancelled));
+        }
+        self.run(now);
+    }
+
+    /// The network changed (Mars `OnNetworkChange`, §8): bans and dynamic
+    /// timeouts reset, the long link reconnects at once, running attempts are
+    /// redone and parked tasks replayed. `NetworkKind::None` is a loss.
+    pub fn network_changed(&mut self, now: Instant, kind: NetworkKind) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        self.network = kind;
+        if kind != NetworkKind::None {
+            self.last_network = kind;
+        }
+        self.history.reset(now);
+        self.timeouts.reset(self.last_network);
+        self.dns.clear();
+        self.long_wants_connect = false;
+        // Redo running attempts.
+        let running: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| e.state == State::Short)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in running {
+            self.stop_attempt(now, id);
+            self.attempt_failed(
+                now,
+                id,
+                LocalError::Interrupted.into(),
+                Channel::Short,
+                None,
+            );
+        }
+        if let Some(long) = self.long.as_mut() {
+            long.on_network_change(now);
+        }
+        self.pump_long(now);
+        if kind != NetworkKind::None {
+            self.replay_zombies(now);
+        }
+        self.run(now);
+    }
+
+    /// The network went away. Mars treats this as a network change; stn keeps
+    /// running attempts (a short outage may not break them) and holds new
+    /// ones until the network is back ([`NoNetworkPolicy::WaitAll`]).
+    pub fn network_lost(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if self.config.no_network == NoNetworkPolicy::WaitAll {
+            self.network = NetworkKind::None;
+            self.run(now);
+        } else {
+            self.network_changed(now, NetworkKind::None);
+        }
+    }
+
+    /// The network is available. If it is a different network than before
+    /// (or under the Mars profiles) this is a [network change](Self::network_changed);
+    /// otherwise (stn, the same network back after a loss) waiting tasks
+    /// and parked ones go at once and the long link reconnects now.
+    pub fn network_available(&mut self, now: Instant, kind: NetworkKind) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        let same = kind == self.last_network && kind != NetworkKind::None;
+        if self.config.no_network != NoNetworkPolicy::WaitAll || !same {
+            self.network_changed(now, kind);
+            return;
+        }
+        let was_down = self.network == NetworkKind::None;
+        self.network = kind;
+        if was_down {
+            for entry in self.tasks.values_mut() {
+                if entry.state == State::Queued {
+                    entry.not_before = entry.not_before.min(now);
+                }
+            }
+            if let Some(long) = self.long.as_mut() {
+                if !long.is_connected() {
+                    long.on_network_change(now);
+                }
+            }
+            self.pump_long(now);
+            self.replay_zombies(now);
+        }
+        self.run(now);
+    }
+
+    /// The app went to the foreground or the background (reconnect schedule,
+    /// flow-limit drain rate).
+    pub fn set_foreground(&mut self, now: Instant, foreground: bool) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        self.activity.set_foreground(now, foreground);
+        self.limits.set_active(now, self.activity.is_active(now));
+        if let Some(long) = self.long.as_mut() {
+            long.set_foreground(now, foreground);
+        }
+        self.pump_long(now);
+        self.run(now);
+    }
+
+    /// Whether the app's session is authenticated (Mars `MakesureAuthed`):
+    /// tasks with `need_authed` wait until it is.
+    pub fn set_authed(&mut self, now: Instant, authed: bool) {
+        let now = self.clock.observe(now);
+        self.authed = authed;
+        self.run(now);
+    }
+
+    /// The app's answer to [`Action::AskIdentify`].
+    pub fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
+        let now = self.clock.observe(now);
+        if let Some(long) = self.long.as_mut() {
+            long.identify_answer(now, decision);
+        }
+        self.pump_long(now);
+        self.run(now);
+    }
+
+    /// Feeds a connection event or a resolve answer.
+    pub fn handle_input(&mut self, now: Instant, input: Input) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        match input {
+            Input::Conn { conn, event } => self.conn_event(now, conn, event),
+            Input::Resolved { host, addrs } => self.resolved(now, host, addrs),
+            Input::ResolveFailed { host } => self.resolved(now, host, Vec::new()),
+        }
+        self.run(now);
+    }
+
+    /// Processes every timer due at `now`. Idempotent; safe to call early.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        self.run(now);
+    }
+
+    /// Ends every task with [`Error::Shutdown`], closes every connection and
+    /// stops the long link for good. Later submits are refused.
+    pub fn shutdown(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        self.shut_down = true;
+        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        for id in &ids {
+            self.stop_attempt(now, *id);
+        }
+        if let Some(long) = self.long.as_mut() {
+            long.disconnect(now, DisconnectReason::Shutdown);
+        }
+        self.pump_long(now);
+        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        for id in ids {
+            self.finish(id, Err(Error::Shutdown));
+        }
+        let open: Vec<ConnId> = self.conns.keys().copied().collect();
+        for conn in open {
+            self.conns.remove(&conn);
+            self.actions.push_back(Action::Close { conn });
+        }
+    }
+
+    /// The next action, if any. Drain until `None` after every call.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next. After a
+    /// drain it is never earlier than the latest `now` given.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.shut_down {
+            return None;
+        }
+        let now = self.clock.latest();
+        let mut t = Instant::MAX;
+        for h in self.dns.values() {
+            if let Some(p) = h.pending_until {
+                t = t.min(p);
+            }
+        }
+        for e in self.tasks.values() {
+            match e.state {
+                State::Zombie => {
+                    if let Some(b) = e.budget_end {
+                        t = t.min(b);
+                    }
+                    t = t.min(self.zombie_restart_at(e));
+                }
+                State::Queued => {
+                    t = t.min(e.deadline);
+                    if e.not_before > now {
+                        t = t.min(e.not_before);
+                    }
+                }
+                State::Short | State::Long => t = t.min(e.deadline),
+            }
+        }
+        for ex in self.short.values() {
+            if let Some(x) = ex.poll_timeout() {
+                t = t.min(x);
+            }
+        }
+        if let Some(x) = self.long.as_ref().and_then(LongLink::poll_timeout) {
+            t = t.min(x);
+        }
+        (t != Instant::MAX).then_some(t.max(now))
+    }
+
+    // ---- bookkeeping ----
+
+    fn allocate_id(&mut self) -> TaskId {
+        let mut id = self.next_id;
+        while self.tasks.contains_key(&id) || id.is_reserved() {
+            id = id.next();
+        }
+        self.next_id = id.next();
+        id
+    }
+
+    /// Ends a task: the one place a `TaskFinished` is emitted.
+    fn finish(&mut self, id: TaskId, outcome: Result<Response, Error>) {
+        let Some(entry) = self.tasks.remove(&id) else {
+            return;
+        };
+        self.queue.remove(&(entry.order, id));
+        self.actions.push_back(Action::TaskFinished {
+            id,
+            outcome,
+            attempts: entry.attempts,
+            user_tag: entry.task.user_tag,
+        });
+    }
+
+    fn emit_link(&mut self, status: LinkStatus) {
+        self.actions.push_back(Action::LongLink(status));
+    }
+
+    /// Forwards a sub-machine's socket operation, keeping the table of live
+    /// connections: nothing is ever said about a connection already closed.
+    fn emit_io(&mut self, owner: Owner, io: IoAction) {
+        match io {
+            IoAction::Connect { conn, addr } => {
+                if self.shut_down {
+                    return;
+                }
+                self.conns.insert(conn, owner);
+                self.actions.push_back(Action::Connect { conn, addr });
+            }
+            IoAction::Send { conn, data } => {
+                if self.conns.get(&conn) == Some(&owner) {
+                    self.actions.push_back(Action::Send { conn, data });
+                }
+            }
+            IoAction::Close { conn } => {
+                if self.conns.get(&conn) == Some(&owner) {
+                    self.conns.remove(&conn);
+                    self.actions.push_back(Action::Close { conn });
+                }
+            }
+        }
+    }
+
+    /// Stops whatever attempt `id` has running, without deciding its fate.
+    fn stop_attempt(&mut self, now: Instant, id: TaskId) {
+        let Some(state) = self.tasks.get(&id).map(|e| e.state) else {
+            return;
+        };
+        match state {
+            State::Short => {
+                if let Some(mut ex) = self.short.remove(&id) {
+                    ex.cancel(now);
+                    while let Some(a) = ex.poll_action() {
+                        if let ExchangeAction::Io(io) = a {
+                            self.emit_io(Owner::Short(id), io);
+                        }
+                    }
+                }
+                // Safety net: nothing of this attempt stays open.
+                let left: Vec<ConnId> = self
+                    .conns
+                    .iter()
+                    .filter(|(_, o)| **o == Owner::Short(id))
+                    .map(|(c, _)| *c)
+                    .collect();
+                for conn in left {
+                    self.emit_io(Owner::Short(id), IoAction::Close { conn });
+                }
+            }
+            State::Long => {
+                if let Some(long) = self.long.as_mut() {
+                    long.cancel_task(now, id);
+                }
+            }
+            State::Queued | State::Zombie => {}
+        }
+        if let Some(e) = self.tasks.get_mut(&id) {
+            e.state = State::Queued;
+        }
+        self.queue.retain(|(_, t)| *t != id);
+    }
+
+    /// An attempt failed: retry if the error and the budget allow, else end.
+    fn attempt_failed(
+        &mut self,
+        now: Instant,
+        id: TaskId,
+        error: Error,
+        channel: Channel,
+        report: Option<Report>,
+    ) {
+        let Some(entry) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        entry.state = State::Queued;
+        if let Some(r) = report {
+            self.actions.push_back(Action::Report(r));
+        } else if entry.attempts > 0 {
+            self.actions.push_back(Action::Report(Report {
+                task: id,
+                attempt: entry.attempts,
+                channel,
+                started: entry.attempt_started,
+                ended: now,
+                endpoint: None,
+                connect_time: None,
+                first_packet_after: None,
+                connect_attempts: 0,
+                bytes_sent: 0,
+                bytes_received: 0,
+                error: Some(error.clone()),
+            }));
+        }
+        let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
+        let free = interrupted && self.config.free_retry_on_network_change;
+        entry.last_error = Some(error.clone());
+        if shutting(&error) || self.shut_down {
+            self.finish(id, Err(error));
+            return;
+        }
+        if !error.is_retryable() || (entry.retries_left == 0 && !free) {
+            self.end_failed(now, id, error);
+            return;
+        }
+        if !free {
+            entry.retries_left -= 1;
+        }
+        let delay = match (channel, &error) {
+            // Mars's long link retries at once, except a task that already
+            // used a retry (1 s after the batch error).
+            (Channel::Long, _) if entry.attempts <= 1 || interrupted => Duration::ZERO,
+            (_, Error::Local(LocalError::Interrupted)) if free => Duration::ZERO,
+            (_, Error::Timeout(_)) => self.config.retry_interval_after_timeout,
+            _ => self.config.retry_interval,
+        };
+        entry.not_before = now + delay;
+        self.queue.insert((entry.order, id));
+    }
+
+    /// The task failed for good: park it (zombie) if it may, else finish it.
+    fn end_failed(&mut self, now: Instant, id: TaskId, error: Error) {
+        let Some(entry) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        let parkable = !matches!(
+            error,
+            Error::Cancelled | Error::Shutdown | Error::Rejected(_) | Error::Decode
+        ) && !matches!(error, Error::Local(LocalError::InvalidTask(_)));
+        self.queue.remove(&(entry.order, id));
+        if parkable && entry.budget_end.is_some_and(|b| b > now) {
+            entry.state = State::Zombie;
+            entry.parked_at = now;
+            entry.last_error = Some(error);
+            return;
+        }
+        self.finish(id, Err(error));
+    }
+
+    fn zombie_restart_at(&self, e: &Entry) -> Instant {
+        e.parked_at.max(self.last_task_start) + self.config.zombie_idle_restart
+    }
+
+    /// Replays every parked task now (Mars: one more attempt, no retries, a
+    /// fresh task timeout within the remaining budget).
+    fn replay_zombies(&mut self, now: Instant) {
+        let ids: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| e.state == State::Zombie)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.replay(now, id);
+        }
+    }
+
+    fn replay(&mut self, now: Instant, id: TaskId) {
+        let cfg = self.config.timeouts;
+        let Some(e) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        let fresh = task_timeout(
+            &cfg,
+            &TaskTimeoutInput {
+                server_cost: e.task.server_process_cost,
+                retry_count: 0,
+                total_timeout: None,
+                long_polling: e.task.long_polling,
+            },
+        );
+        let budget = e.budget_end.unwrap_or(now);
+        e.deadline = (now + fresh).min(budget);
+        e.retries_left = 0;
+        e.not_before = now;
+        e.state = State::Queued;
+        self.queue.insert((e.order, id));
+    }
+
+    // ---- the run loop ----
+
+    /// Everything due at `now`, then dispatch. Every entry point ends here.
+    fn run(&mut self, now: Instant) {
+        if self.shut_down {
+            return;
+        }
+        // Resolve answers that did not come in time count as failures.
+        for h in self.dns.values_mut() {
+            if h.pending_until.is_some_and(|p| p <= now) {
+                h.pending_until = None;
+                h.addrs.clear();
+                h.answered_at = Some(now);
+            }
+        }
+        // Task deadlines and zombie budgets.
+        let due: Vec<(TaskId, State)> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| match e.state {
+                State::Zombie => {
+                    e.budget_end.is_some_and(|b| b <= now) || self.zombie_restart_at(e) <= now
+                }
+                _ => e.deadline <= now,
+            })
+            .map(|(id, e)| (*id, e.state))
+            .collect();
+        for (id, state) in due {
+            if state == State::Zombie {
+                let expired = self
+                    .tasks
+                    .get(&id)
+                    .is_some_and(|e| e.budget_end.is_some_and(|b| b <= now));
+                if expired {
+                    self.finish(id, Err(TimeoutKind::Task.into()));
+                } else {
+                    self.replay(now, id);
+                }
+                continue;
+            }
+            let channel = if state == State::Long {
+                Channel::Long
+            } else {
+                Channel::Short
+            };
+            let running = matches!(state, State::Short | State::Long);
+            self.stop_attempt(now, id);
+            if running {
+                if let Some(e) = self.tasks.get(&id) {
+                    let r = self.bare_report(id, e, channel, now, TimeoutKind::Task.into());
+                    self.actions.push_back(Action::Report(r));
+                }
+            }
+            self.end_failed(now, id, TimeoutKind::Task.into());
+        }
+        // Sub-machines' own timers.
+        let shorts: Vec<TaskId> = self.short.keys().copied().collect();
+        for id in shorts {
+            if let Some(ex) = self.short.get_mut(&id) {
+                ex.handle_timeout(now, &mut self.ids);
+            }
+            self.pump_short(now, id);
+        }
+        if let Some(long) = self.long.as_mut() {
+            long.handle_timeout(now, &mut self.ids);
+        }
+        self.pump_long(now);
+        self.dispatch(now);
+    }
+
+    fn bare_report(
+        &self,
+        id: TaskId,
+        e: &Entry,
+        channel: Channel,
+        now: Instant,
+        error: Error,
+    ) -> Report {
+        Report {
+            task: id,
+            attempt: e.attempts,
+            channel,
+            started: e.attempt_started,
+            ended: now,
+            endpoint: None,
+            connect_time: None,
+            first_packet_after: None,
+            connect_attempts: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            error: Some(error),
+        }
+    }
+
+    /// Starts every queued task that may start, in queue order. Loops until
+    /// nothing changes (a rejection or an immediate failure frees a slot).
+    fn dispatch(&mut self, now: Instant) {
+        for _ in 0..4 {
+            if !self.dispatch_pass(now) {
+                break;
+            }
+        }
+    }
+
+    fn dispatch_pass(&mut self, now: Instant) -> bool {
+        if self.shut_down {
+            return false;
+        }
+        let mut progressed = false;
+        let mut need_long = false;
+        let order: Vec<((u8, u64), TaskId)> = self.queue.iter().copied().collect();
+        for (key, id) in order {
+            let Some(e) = self.tasks.get(&id) else {
+                self.queue.remove(&(key, id));
+                continue;
+            };
+            if e.state != State::Queued || e.not_before > now {
+                continue;
+            }
+            if e.task.need_authed && !self.authed {
+                continue;
+            }
+            if self.network == NetworkKind::None
+                && self.config.no_network == NoNetworkPolicy::WaitAll
+            {
+                continue;
+            }
+            let long_up = self.long_link_connected();
+            let long_room = self.long.as_ref().is_some_and(|l| {
+                l.is_connected() && l.in_flight() < self.config.long.max_in_flight_tasks
+            });
+            let channel = match e.frozen {
+                Some(c) => c,
+                None => match e.channel {
+                    Channel::Both if long_up && long_room => Channel::Long,
+                    Channel::Both => Channel::Short,
+                    c => c,
+                },
+            };
+            match channel {
+                Channel::Long => {
+                    if !long_up {
+                        need_long = true;
+                        continue;
+                    }
+                    if !long_room {
+                        continue;
+                    }
+                    if self.start_long(now, id) {
+                        progressed = true;
+                    }
+                }
+                _ => {
+                    if self.short.len() >= self.config.max_in_flight_short {
+                        continue;
+                    }
+                    if self.start_short(now, id) {
+                        progressed = true;
+                    }
+                }
+            }
+        }
+        if need_long {
+            if let Some(long) = self.long.as_mut() {
+                long.task_needs_link(now);
+            }
+            self.pump_long(now);
+        }
+        progressed
+    }
+
+    /// Anti-avalanche check for the next attempt of `id`; a rejection ends
+    /// the task. Returns whether the attempt may go.
+    fn pass_limits(&mut self, now: Instant, id: TaskId) -> bool {
+        let Some(e) = self.tasks.get(&id) else {
+            return false;
+        };
+        let input = CheckInput {
+            digest: payload_digest(&e.task.body),
+            len: e.task.body.len(),
+            net: self.network,
+            active: self.activity.is_active(now),
+            limit_frequency: e.task.limit_frequency,
+            limit_flow: e.task.limit_flow,
+        };
+        match self.limits.check(now, &input) {
+            Ok(()) => true,
+            Err(kind) => {
+                let kind = match kind {
+                    LimitKind::Frequency => ErrorLimit::Frequency,
+                    LimitKind::Flow => ErrorLimit::Flow,
+                };
+                self.finish(id, Err(Error::Rejected(kind)));
+                false
+            }
+        }
+    }
+
+    fn attempt_input(&self, e: &Entry, in_flight: usize) -> AttemptInput {
+        AttemptInput {
+            net: self.last_network,
+            send_len: e.task.body.len(),
+            in_flight,
+            server_cost: e.task.server_process_cost,
+            dyn_state: self.timeouts.dyn_state(),
+            long_polling: e.task.long_polling,
+        }
+    }
+
+    /// Starts a short-link attempt. Returns whether the task left the queue
+    /// (started, or ended by a limit).
+    fn start_short(&mut self, now: Instant, id: TaskId) -> bool {
+        let Some(e) = self.tasks.get(&id) else {
+            return false;
+        };
+        let hosts: Vec<String> = match &e.task.host {
+            Some(h) => vec![h.clone()],
+            None => self.config.short_link.hosts.clone(),
+        };
+        let host_header = hosts.first().cloned();
+        let ep = self.config.short_link.clone();
+        let Some(candidates) = self.candidates(
+            now,
+            ep.debug,
+            &hosts,
+            &ep.ips,
+            &ep.backup_ips,
+            &[ep.port],
+            ep.max_candidates,
+        ) else {
+            return false; // waiting for a resolve answer
+        };
+        if !self.pass_limits(now, id) {
+            return true;
+        }
+        let Some(e) = self.tasks.get(&id) else {
+            return true;
+        };
+        let input = self.attempt_input(e, self.short.len());
+        let timeouts = ExchangeTimeouts {
+            first_packet: self.timeouts.first_packet_timeout(&input),
+            read_write: self.timeouts.read_write_timeout(&input),
+            packet_gap: self.timeouts.packet_gap_timeout(input.net),
+            long_polling: e.task.long_polling,
+        };
+        let req = ExchangeRequest {
+            candidates,
+            host: host_header,
+            cgi: e.task.cgi.clone(),
+            headers: e.task.headers.clone(),
+            body: e.task.body.clone(),
+            rtt_hint: self.timeouts.rtt().srtt(),
+            timeouts,
+            deadline: Some(e.deadline),
+        };
+        let ex = ShortLinkExchange::start(now, &self.config.exchange, req, &mut self.ids);
+        if let Some(e) = self.tasks.get_mut(&id) {
+            e.state = State::Short;
+            e.attempts += 1;
+            e.attempt_started = now;
+            self.queue.remove(&(e.order, id));
+        }
+        self.last_task_start = now;
+        self.short.insert(id, ex);
+        self.pump_short(now, id);
+        true
+    }
+
+    /// Sends a task on the (connected) long link.
+    fn start_long(&mut self, now: Instant, id: TaskId) -> bool {
+        if !self.pass_limits(now, id) {
+            return true;
+        }
+        let Some(e) = self.tasks.get(&id) else {
+            return true;
+        };
+        let input = self.attempt_input(e, self.long_in_flight());
+        let timeouts = LongTimeouts {
+            first_packet: self.timeouts.first_packet_timeout(&input),
+            read_write: self.timeouts.read_write_timeout(&input),
+            packet_gap: self.timeouts.packet_gap_timeout(input.net),
+            long_polling: None,
+        };
+        let (cmd_id, body, deadline, send_only) = (
+            e.task.cmd_id,
+            e.task.body.clone(),
+            e.deadline,
+            e.task.send_only,
+        );
+        let Some(long) = self.long.as_mut() else {
+            return false;
+        };
+        match long.send_task(now, id, cmd_id, body, timeouts, Some(deadline), send_only) {
+            Ok(()) => {
+                if let Some(e) = self.tasks.get_mut(&id) {
+                    e.state = State::Long;
+                    e.attempts += 1;
+                    e.attempt_started = now;
+                    self.queue.remove(&(e.order, id));
+                }
+                self.last_task_start = now;
+                self.pump_long(now);
+                true
+            }
+            Err(SendError::NotConnected | SendError::TooManyInFlight) => false,
+            Err(SendError::TooLarge { .. }) => {
+                self.finish(id, Err(crate::error::ProtocolError::FrameTooLarge.into()));
+                true
+            }
+            Err(SendError::ReservedId(_) | SendError::Duplicate(_)) => {
+                // Cannot happen: ids are allocated outside the reserved range
+                // and a task runs at most once. End it rather than loop.
+                self.finish(id, Err(LocalError::LongLinkUnavailable.into()));
+                true
+            }
+        }
+    }
+
+    // ---- candidates and resolving ----
+
+    /// The candidate list, or `None` while a resolve answer is awaited.
+    #[allow(clippy::too_many_arguments)]
+    fn candidates(
+        &mut self,
+        now: Instant,
+        debug: Option<SocketAddr>,
+        hosts: &[String],
+        ips: &[IpAddr],
+        backups: &[IpAddr],
+        ports: &[u16],
+        max: usize,
+    ) -> Option<Vec<SocketAddr>> {
+        if let Some(d) = debug {
+            return Some(vec![d]);
+        }
+        let mut primary_ips: Vec<IpAddr> = Vec::new();
+        let mut waiting = false;
+        for host in hosts {
+            match self.host_addrs(now, host) {
+                Some(addrs) => primary_ips.extend(addrs),
+                None => waiting = true,
+            }
+        }
+        if waiting {
+            return None;
+        }
+        primary_ips.extend_from_slice(ips);
+        let expand = |ips: &[IpAddr]| -> Vec<SocketAddr> {
+            ips.iter()
+                .flat_map(|ip| ports.iter().map(move |p| SocketAddr::new(*ip, *p)))
+                .collect()
+        };
+        let max = max.max(1);
+        let mut out = self
+            .history
+            .order(now, &expand(&primary_ips), &mut self.rng);
+        out.truncate(max);
+        if out.len() < max && !backups.is_empty() {
+            let more = self.history.order(now, &expand(backups), &mut self.rng);
+            for a in more {
+                if out.len() >= max {
+                    break;
+                }
+                if !out.contains(&a) {
+                    out.push(a);
+                }
+            }
+        }
+        Some(out)
+    }
+
+    /// A host's addresses if a usable answer is at hand; otherwise asks the
+    /// app (once) and returns `None`.
+    fn host_addrs(&mut self, now: Instant, host: &str) -> Option<Vec<IpAddr>> {
+        let ttl = self.config.resolve_ttl;
+        if !self.dns.contains_key(host) && self.dns.len() >= MAX_DNS_ENTRIES {
+            let victim = self
+                .dns
+                .iter()
+                .filter(|(_, h)| h.pending_until.is_none())
+                .min_by_key(|(_, h)| h.answered_at)
+                .map(|(k, _)| k.clone());
+            match victim {
+                Some(k) => {
+                    self.dns.remove(&k);
+                }
+                None => return Some(Vec::new()), // table full of pending lookups
+            }
+        }
+        let timeout = self.config.resolve_timeout;
+        let entry = self.dns.entry(host.to_owned()).or_default();
+        if entry.pending_until.is_some() {
+            return None;
+        }
+        if let Some(at) = entry.answered_at {
+            if now <= at + ttl {
+                return Some(entry.addrs.clone());
+            }
+        }
+        entry.pending_until = Some(now + timeout);
+        self.actions.push_back(Action::Resolve {
+            host: host.to_owned(),
+        });
+        None
+    }
+
+    fn resolved(&mut self, now: Instant, host: String, mut addrs: Vec<IpAddr>) {
+        let Some(entry) = self.dns.get_mut(&host) else {
+            return; // not asked (or forgotten): ignore
+        };
+        addrs.truncate(64);
+        entry.addrs = addrs;
+        entry.answered_at = Some(now);
+        entry.pending_until = None;
+        if self.long_wants_connect {
+            self.long_connect(now);
+        }
+    }
+
+    fn long_connect(&mut self, now: Instant) {
+        let Some(ep) = self.config.long_link.clone() else {
+            return;
+        };
+        let Some(candidates) = self.candidates(
+            now,
+            ep.debug,
+            &ep.hosts,
+            &ep.ips,
+            &ep.backup_ips,
+            &ep.ports,
+            ep.max_candidates,
+        ) else {
+            self.long_wants_connect = true;
+            return;
+        };
+        self.long_wants_connect = false;
+        let rtt = self.timeouts.rtt().srtt();
+        if let Some(long) = self.long.as_mut() {
+            long.connect(now, candidates, rtt, &mut self.ids);
+            self.actions
+                .push_back(Action::LongLink(LinkStatus::Connecting));
+        }
+        self.pump_long(now);
+    }
+
+    // ---- connection events ----
+
+    fn conn_event(&mut self, now: Instant, conn: ConnId, event: ConnEvent) {
+        let Some(owner) = self.conns.get(&conn).copied() else {
+            return; // closed by us, or never ours
+        };
+        if matches!(event, ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_)) {
+            self.conns.remove(&conn);
+        }
+        match owner {
+            Owner::Short(id) => {
+                if let Some(ex) = self.short.get_mut(&id) {
+                    ex.handle_event(now, conn, event, &mut self.ids);
+                }
+                self.pump_short(now, id);
+            }
+            Owner::Long => {
+                if let Some(long) = self.long.as_mut() {
+                    long.handle_event(now, conn, event, &mut self.ids);
+                }
+                self.pump_long(now);
+            }
+        }
+    }
+
+    fn record_endpoint(&mut self, now: Instant, addr: SocketAddr, ok: bool) {
+        // Mars ignores updates while there is no network (§4.2).
+        if self.network != NetworkKind::None {
+            self.history.record(now, addr, ok);
+        }
+    }
+
+    /// Drains a short exchange's actions.
+    fn pump_short(&mut self, now: Instant, id: TaskId) {
+        loop {
+            let Some(action) = self
+                .short
+                .get_mut(&id)
+                .and_then(ShortLinkExchange::poll_action)
+            else {
+                return;
+            };
+            match action {
+                ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
+                ExchangeAction::Endpoint(r) => {
+                    if let Some(t) = r.connect_time.filter(|_| r.ok) {
+                        self.timeouts.on_connect_sample(t);
+                    }
+                    self.record_endpoint(now, r.addr, r.ok);
+                    if r.ok {
+                        // A working connection is a sign of connectivity.
+                        self.replay_zombies(now);
+                    }
+                }
+                ExchangeAction::Finished(result) => {
+                    self.short.remove(&id);
+                    self.short_finished(now, id, result);
+                    return;
+                }
+            }
+        }
+    }
+
+    fn short_finished(&mut self, now: Instant, id: TaskId, result: ExchangeResult) {
+        // Safety net: the exchange closed its connections; drop stale entries.
+        let left: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, o)| **o == Owner::Short(id))
+            .map(|(c, _)| *c)
+            .collect();
+        for conn in left {
+            self.emit_io(Owner::Short(id), IoAction::Close { conn });
+        }
+        let Some(e) = self.tasks.get(&id) else {
+            return;
+        };
+        if e.state != State::Short {
+            return;
+        }
+        let report = Report {
+            task: id,
+            attempt: e.attempts,
+            channel: Channel::Short,
+            started: e.attempt_started,
+            ended: now,
+            endpoint: result.endpoint,
+            connect_time: result.connect_time,
+            first_packet_after: result.first_packet_after,
+            connect_attempts: result.connect_attempts,
+            bytes_sent: result.bytes_sent,
+            bytes_received: result.bytes_received,
+            error: result.outcome.as_ref().err().cloned(),
+        };
+        let cmd_id = e.task.cmd_id;
+        let send_len = e.task.body.len();
+        if let Some(fp) = result.first_packet_after {
+            self.timeouts.on_first_packet(fp, send_len);
+        }
+        match result.outcome {
+            Ok(resp) => {
+                let bytes = usize::try_from(result.bytes_sent + result.bytes_received)
+                    .unwrap_or(usize::MAX);
+                let cost = result.request_sent_at.map_or(Duration::ZERO, |t| now - t);
+                self.timeouts.on_success(now, AttemptSample { bytes, cost });
+                self.actions.push_back(Action::Report(report));
+                self.finish(
+                    id,
+                    Ok(Response {
+                        body: resp.body,
+                        status: Some(resp.status),
+                        cmd_id,
+                    }),
+                );
+                self.replay_zombies(now);
+            }
+            Err(error) => {
+                self.note_failure(now, &error);
+                if error == Error::Timeout(TimeoutKind::Task) {
+                    if let Some(e) = self.tasks.get_mut(&id) {
+                        e.state = State::Queued;
+                    }
+                    self.actions.push_back(Action::Report(report));
+                    self.end_failed(now, id, error);
+                } else {
+                    self.attempt_failed(now, id, error, Channel::Short, Some(report));
+                }
+            }
+        }
+    }
+
+    /// Feeds an attempt failure to the timeout machine.
+    fn note_failure(&mut self, now: Instant, error: &Error) {
+        match error {
+            Error::Timeout(TimeoutKind::FirstPacket | TimeoutKind::LongPolling) => {
+                self.timeouts
+                    .on_timeout(now, AttemptTimeoutKind::FirstPacket);
+            }
+            Error::Timeout(TimeoutKind::PacketGap) => {
+                self.timeouts.on_timeout(now, AttemptTimeoutKind::PacketGap);
+            }
+            Error::Timeout(TimeoutKind::ReadWrite) => {
+                self.timeouts.on_timeout(now, AttemptTimeoutKind::ReadWrite);
+            }
+            Error::Timeout(TimeoutKind::Task)
+            | Error::Cancelled
+            | Error::Shutdown
+            | Error::Local(_)
+            | Error::Rejected(_) => {}
+            _ => self.timeouts.on_failure(now),
+        }
+    }
+
+    /// Drains the long link's events.
+    fn pump_long(&mut self, now: Instant) {
+        loop {
+            let Some(event) = self.long.as_mut().and_then(LongLink::poll_event) else {
+                return;
+            };
+            match event {
+                LongLinkEvent::Io(io) => self.emit_io(Owner::Long, io),
+                LongLinkEvent::WantConnect => {
+                    if !self.shut_down {
+                        self.long_connect(now);
+                    }
+                }
+                LongLinkEvent::Connected { addr, connect_time } => {
+                    self.timeouts.on_connect_sample(connect_time);
+                    self.emit_link(LinkStatus::Connected { addr });
+                    self.replay_zombies(now);
+                }
+                LongLinkEvent::Disconnected { .. } => {
+                    self.emit_link(LinkStatus::Disconnected);
+                }
+                LongLinkEvent::Endpoint(r) => {
+                    if let Some(t) = r.connect_time.filter(|_| r.ok) {
+                        self.timeouts.on_connect_sample(t);
+                    }
+                    self.record_endpoint(now, r.addr, r.ok);
+                }
+                LongLinkEvent::TaskSent { task } => {
+                    let report = self.long_report(task, now, None, None, 0, None);
+                    if let Some(e) = self.tasks.get(&task).filter(|e| e.state == State::Long) {
+                        let cmd_id = e.task.cmd_id;
+                        if let Some(r) = report {
+                            self.actions.push_back(Action::Report(r));
+                        }
+                        self.finish(
+                            task,
+                            Ok(Response {
+                                body: Bytes::new(),
+                                status: None,
+                                cmd_id,
+                            }),
+                        );
+                    }
+                }
+                LongLinkEvent::TaskResponse {
+                    task,
+                    cmd_id,
+                    body,
+                    first_packet_after,
+                    bytes_received,
+                } => {
+                    let Some(e) = self.tasks.get(&task).filter(|e| e.state == State::Long) else {
+                        continue;
+                    };
+                    let send_len = e.task.body.len();
+                    let cost = now - e.attempt_started;
+                    if let Some(fp) = first_packet_after {
+                        self.timeouts.on_first_packet(fp, send_len);
+                    }
+                    let bytes = send_len
+                        .saturating_add(usize::try_from(bytes_received).unwrap_or(usize::MAX));
+                    self.timeouts.on_success(now, AttemptSample { bytes, cost });
+                    if let Some(r) =
+                        self.long_report(task, now, first_packet_after, None, bytes_received, None)
+                    {
+                        self.actions.push_back(Action::Report(r));
+                    }
+                    self.finish(
+                        task,
+                        Ok(Response {
+                            body,
+                            status: None,
+                            cmd_id,
+                        }),
+                    );
+                    self.replay_zombies(now);
+                }
+                LongLinkEvent::TaskFailed { task, error } => {
+                    if self.tasks.get(&task).is_none_or(|e| e.state != State::Long) {
+                        continue;
+                    }
+                    self.note_failure(now, &error);
+                    let report = self.long_report(task, now, None, None, 0, Some(error.clone()));
+                    if error == Error::Timeout(TimeoutKind::Task) {
+                        if let Some(e) = self.tasks.get_mut(&task) {
+                            e.state = State::Queued;
+                        }
+                        if let Some(r) = report {
+                            self.actions.push_back(Action::Report(r));
+                        }
+                        self.end_failed(now, task, error);
+                    } else {
+                        self.attempt_failed(now, task, error, Channel::Long, report);
+                    }
+                }
+                LongLinkEvent::Push { cmd_id, body } => {
+                    self.actions.push_back(Action::Push { cmd_id, body });
+                }
+                LongLinkEvent::AskIdentify => self.actions.push_back(Action::AskIdentify),
+                LongLinkEvent::IdentifyResponse { cmd_id, body } => {
+                    self.actions
+                        .push_back(Action::IdentifyResponse { cmd_id, body });
+                }
+            }
+        }
+    }
+
+    fn long_report(
+        &self,
+        task: TaskId,
+        now: Instant,
+        first_packet_after: Option<Duration>,
+        connect_time: Option<Duration>,
+        bytes_received: u64,
+        error: Option<Error>,
+    ) -> Option<Report> {
+        let e = self.tasks.get(&task)?;
+        Some(Report {
+            task,
+            attempt: e.attempts,
+            channel: Channel::Long,
+            started: e.attempt_started,
+            ended: now,
+            endpoint: self.long.as_ref().and_then(LongLink::endpoint),
+            connect_time,
+            first_packet_after,
+            connect_attempts: 0,
+            bytes_sent: u64::try_from(e.task.body.len()).unwrap_or(u64::MAX) + 20,
+            bytes_received,
+            error,
+        })
+    }
+}
+
+/// Errors that end a task whatever its retries.
+fn shutting(error: &Error) -> bool {
+    matches!(error, Error::Shutdown | Error::Cancelled)
+}
