@@ -144,8 +144,8 @@ use crate::short_link::{
 use crate::task::{Channel, Task, TaskId};
 use crate::time::{Duration, Instant, MonotonicClock};
 use crate::timeout::{
-    task_timeout, AdaptiveTimeouts, AttemptInput, AttemptSample, TaskTimeoutInput,
-    TimeoutKind as AttemptTimeoutKind,
+    task_timeout, AdaptiveTimeouts, AttemptInput, AttemptSample, RttConfig, RttEstimator,
+    TaskTimeoutInput, TimeoutKind as AttemptTimeoutKind,
 };
 
 mod config;
@@ -229,6 +229,9 @@ pub struct Engine {
     conns: BTreeMap<ConnId, Owner>,
     history: EndpointHistory,
     timeouts: AdaptiveTimeouts,
+    /// TCP connect times only (the racing stagger's RTT hint; the timeout
+    /// machine's RTT also learns server latency).
+    connect_rtt: RttEstimator,
     limits: AntiAvalanche,
     activity: Activity,
     dns: BTreeMap<String, HostDns>,
@@ -273,6 +276,7 @@ impl Engine {
             conns: BTreeMap::new(),
             history: EndpointHistory::new(config.ban.clone()),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
+            connect_rtt: RttEstimator::new(RttConfig::STN),
             limits: AntiAvalanche::new(now, config.limits.clone(), config.foreground),
             activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
             dns: BTreeMap::new(),
@@ -438,6 +442,7 @@ impl Engine {
         }
         self.history.reset(now);
         self.timeouts.reset(self.last_network);
+        self.connect_rtt.reset();
         self.dns.clear();
         self.long_wants_connect = false;
         // Redo running attempts.
@@ -542,6 +547,26 @@ impl Engine {
         let now = self.clock.observe(now);
         if let Some(long) = self.long.as_mut() {
             long.identify_answer(now, decision);
+        }
+        self.pump_long(now);
+        self.run(now);
+    }
+
+    /// The app's verdict on an [`Action::IdentifyResponse`] (Mars
+    /// `OnLonglinkIdentifyResponse`). A rejection takes the long link down
+    /// (its monitor reconnects, and identify is asked again on the new
+    /// connection); Mars keeps the connection and asks again at the next
+    /// noop slot, 3.5 min later, while tasks keep flowing on a connection the
+    /// server did not accept.
+    pub fn identify_verdict(&mut self, now: Instant, accepted: bool) {
+        let now = self.clock.observe(now);
+        if self.shut_down || accepted {
+            return;
+        }
+        if let Some(long) = self.long.as_mut() {
+            if long.is_connected() {
+                long.disconnect(now, DisconnectReason::Reset);
+            }
         }
         self.pump_long(now);
         self.run(now);
@@ -1100,7 +1125,7 @@ impl Engine {
             cgi: e.task.cgi.clone(),
             headers: e.task.headers.clone(),
             body: e.task.body.clone(),
-            rtt_hint: self.timeouts.rtt().srtt(),
+            rtt_hint: self.connect_rtt.srtt(),
             timeouts,
             deadline: Some(e.deadline),
         };
@@ -1285,7 +1310,7 @@ impl Engine {
             return;
         };
         self.long_wants_connect = false;
-        let rtt = self.timeouts.rtt().srtt();
+        let rtt = self.connect_rtt.srtt();
         if let Some(long) = self.long.as_mut() {
             long.connect(now, candidates, rtt, &mut self.ids);
             self.actions
@@ -1341,6 +1366,7 @@ impl Engine {
                 ExchangeAction::Endpoint(r) => {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
                         self.timeouts.on_connect_sample(t);
+                        self.connect_rtt.sample(t);
                     }
                     self.record_endpoint(now, r.addr, r.ok);
                     if r.ok {
@@ -1462,6 +1488,7 @@ impl Engine {
                 }
                 LongLinkEvent::Connected { addr, connect_time } => {
                     self.timeouts.on_connect_sample(connect_time);
+                    self.connect_rtt.sample(connect_time);
                     self.emit_link(LinkStatus::Connected { addr });
                     self.replay_zombies(now);
                 }
@@ -1471,6 +1498,7 @@ impl Engine {
                 LongLinkEvent::Endpoint(r) => {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
                         self.timeouts.on_connect_sample(t);
+                        self.connect_rtt.sample(t);
                     }
                     self.record_endpoint(now, r.addr, r.ok);
                 }

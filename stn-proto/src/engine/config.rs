@@ -162,7 +162,10 @@ impl Config {
     /// - failed tasks are parked until their deadline ([`ZombiePolicy::UntilDeadline`])
     ///   and replayed on any sign of connectivity;
     /// - resolve answers are reused for 60 s (no app round trip per attempt);
-    /// - at most 16 short-link attempts in flight (Mars: unlimited), so a
+    /// - a parked task is replayed 3 s after it failed when nothing else
+    ///   happens (Mars: 60 s), so parking keeps trying within the task's
+    ///   deadline instead of sitting out an outage that already ended;
+    /// - at most 64 short-link attempts in flight (Mars: unlimited), so a
     ///   burst of tasks cannot open hundreds of sockets.
     pub fn for_profile(profile: Profile) -> Self {
         let mars = Config {
@@ -203,7 +206,8 @@ impl Config {
                 no_network: NoNetworkPolicy::WaitAll,
                 zombies: ZombiePolicy::UntilDeadline,
                 resolve_ttl: Duration::from_secs(60),
-                max_in_flight_short: 16,
+                zombie_idle_restart: Duration::from_secs(3),
+                max_in_flight_short: 64,
                 ..mars
             },
         }

@@ -973,3 +973,106 @@ fn same_inputs_same_actions() {
     let _ = SocketError::Reset;
     let _: BTreeMap<u8, u8> = BTreeMap::new();
 }
+
+// ---------------------------------------------- heartbeat, monitor, identify ----
+
+#[test]
+fn heartbeat_noop_at_connect_and_every_3_5_min_with_an_8_s_timeout() {
+    let mut h = H::new(long_cfg(Profile::Mars));
+    let mut s = long_up(&mut h);
+    let noops = |f: &[Frame]| f.iter().filter(|f| f.cmd_id == NOOP_CMD_ID).count();
+    let first = s.frames(&h.log);
+    assert_eq!(noops(&first), 1, "noop at connect");
+    for f in first {
+        reply(&mut h, &s, f);
+    }
+    let connected_at = h.now;
+    let before = h.log.len();
+    h.advance(ms(209_999));
+    assert_eq!(noops(&s.frames(&h.log[before..])), 0);
+    let before = h.log.len();
+    h.advance(ms(1));
+    assert_eq!(h.now, connected_at + ms(210_000));
+    assert_eq!(noops(&s.frames(&h.log[before..])), 1, "noop after 3.5 min");
+    // Unanswered: 8 s later the link is dropped and a task on it fails over.
+    let id = h.submit(Task::new(3, "", "x").channel(Channel::Long));
+    let before = h.log.len();
+    let a = h.advance(secs(8));
+    assert!(closes(&a).contains(&s.conn), "{a:?}");
+    assert!(h.log[before..].contains(&Action::LongLink(LinkStatus::Disconnected)));
+    assert_eq!(
+        h.reports(id)[0].error,
+        Some(Error::Timeout(TimeoutKind::Heartbeat))
+    );
+}
+
+#[test]
+fn monitor_reconnects_slower_in_the_background() {
+    // Mars auto table: 15 s (foreground < 1 min) vs 300 s (background, active).
+    let mut h = H::new(long_cfg(Profile::Mars));
+    h.e.set_foreground(h.now, false);
+    h.drain();
+    let s = long_up(&mut h);
+    h.ev(s.conn, ConnEvent::Closed(crate::io::CloseReason::Eof));
+    let a = h.advance(secs(299));
+    assert!(connects(&a).is_empty(), "{a:?}");
+    let a = h.advance(secs(1));
+    assert_eq!(connects(&a).len(), 1);
+    // stn backs off from 1 s instead (capped by Mars's table).
+    let mut h = H::new(long_cfg(Profile::Stn));
+    h.e.set_foreground(h.now, false);
+    h.drain();
+    let s = long_up(&mut h);
+    h.advance(secs(1));
+    h.ev(s.conn, ConnEvent::Closed(crate::io::CloseReason::Eof));
+    let a = h.advance(secs(2));
+    assert_eq!(a.first(), Some(&Action::LongLink(LinkStatus::Connecting)));
+    assert!(!connects(&a).is_empty(), "stn reconnects within 2 s");
+}
+
+#[test]
+fn a_task_that_needs_the_long_link_pokes_the_monitor() {
+    let mut h = H::new(long_cfg(Profile::Mars));
+    let (conn, _) = connects(&h.log)[0];
+    h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Refused));
+    // Auto schedule alone would wait 15 s; a long task asks for 5 s.
+    h.advance(secs(2));
+    let id = h.submit(Task::new(3, "", "x").channel(Channel::Long));
+    let a = h.advance(secs(3));
+    assert_eq!(
+        connects(&a).len(),
+        1,
+        "task row: 5 s after the last attempt"
+    );
+    assert!(h.finished(id).is_empty());
+}
+
+#[test]
+fn rejected_identify_takes_the_link_down() {
+    let mut h = H::new(long_cfg(Profile::Stn));
+    let s = long_up(&mut h);
+    h.e.identify_verdict(h.now, false);
+    let a = h.drain();
+    assert!(closes(&a).contains(&s.conn));
+    assert!(!h.e.long_link_connected());
+}
+
+#[test]
+fn network_change_resets_dynamic_timeouts() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(short_task("x").retry_count(0));
+    let (conn, _) = connects(&h.log)[0];
+    h.ev(conn, ConnEvent::Connected);
+    h.advance(secs(13));
+    assert_eq!(
+        h.reports(id)[0].error,
+        Some(Error::Timeout(TimeoutKind::FirstPacket))
+    );
+    assert_eq!(h.e.timeouts.consecutive_timeouts(), 1);
+    assert!(h.e.timeouts.rtt().has_samples());
+    h.e.network_changed(h.now, NetworkKind::Mobile);
+    h.drain();
+    assert_eq!(h.e.timeouts.consecutive_timeouts(), 0);
+    assert!(!h.e.timeouts.rtt().has_samples());
+    assert_eq!(h.e.network(), NetworkKind::Mobile);
+}
