@@ -17,7 +17,7 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use stn_driver::proto::engine::Config;
+use stn_driver::proto::engine::{Config, ZombiePolicy};
 use stn_driver::proto::race::LoserReports;
 use stn_driver::proto::error::{Error as ProtoError, ErrorFamily, ProtocolError, TimeoutKind};
 use stn_driver::proto::task::{Channel, Task};
@@ -146,7 +146,7 @@ fn long_task(body: impl Into<bytes::Bytes>) -> Task {
     Task::new(8, "", body).channel(Channel::Long)
 }
 
-/// Fast per-attempt timeouts for fault tests: 1 s to the first byte.
+/// Fast per-attempt timeouts for fault tests (1 s to the first byte), no zombies.
 fn fast_timeouts(c: &mut Config) {
     for net in [&mut c.timeouts.wifi, &mut c.timeouts.mobile] {
         net.base_first_packet = Duration::from_secs(1);
@@ -156,6 +156,9 @@ fn fast_timeouts(c: &mut Config) {
         net.packet_interval = Duration::from_secs(1);
     }
     c.timeouts.adaptive = None;
+    // Surface the attempt's own error: stn's default parks a failed task
+    // (zombie) until its deadline, which then ends it with Timeout(Task).
+    c.zombies = ZombiePolicy::Off;
 }
 
 /// Waits (up to 5 s) until the snapshot satisfies `ok`; returns the last one.
