@@ -400,12 +400,18 @@ impl<R> Client<R> {
 
     /// The network is available (again).
     pub fn network_available(&self, kind: NetworkKind) {
-        let _ = self.shared.control.try_send(Control::NetworkAvailable(kind));
+        let _ = self
+            .shared
+            .control
+            .try_send(Control::NetworkAvailable(kind));
     }
 
     /// The app went to the foreground (`true`) or the background.
     pub fn set_foreground(&self, foreground: bool) {
-        let _ = self.shared.control.try_send(Control::Foreground(foreground));
+        let _ = self
+            .shared
+            .control
+            .try_send(Control::Foreground(foreground));
     }
 
     /// A debug snapshot of the driver and engine (`None` once shut down).
@@ -439,7 +445,9 @@ pub struct Pushes {
 
 impl fmt::Debug for Pushes {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Pushes").field("buffered", &self.rx.len()).finish()
+        f.debug_struct("Pushes")
+            .field("buffered", &self.rx.len())
+            .finish()
     }
 }
 

@@ -193,9 +193,8 @@ impl Driver {
                 let connect = self.rt.connect(addr);
                 let live = LiveGuard::new(&self.live);
                 let events = self.events_tx.clone();
-                self.rt.spawn(Box::pin(conn::run(
-                    conn, addr, connect, events, rx, live,
-                )));
+                self.rt
+                    .spawn(Box::pin(conn::run(conn, addr, connect, events, rx, live)));
             }
             Action::Send { conn, data } => {
                 // Unbounded per connection: the engine's own caps (queued
@@ -235,7 +234,9 @@ impl Driver {
                 };
                 self.tickets.remove(&p.ticket);
                 match &outcome {
-                    Ok(r) => tracing::debug!(parent: &p.span, attempts, bytes = r.body.len(), "task succeeded"),
+                    Ok(r) => {
+                        tracing::debug!(parent: &p.span, attempts, bytes = r.body.len(), "task succeeded")
+                    }
                     Err(error) => tracing::debug!(parent: &p.span, attempts, %error, "task failed"),
                 }
                 let _ = p.reply.try_send(Finished {
@@ -248,17 +249,20 @@ impl Driver {
                 tracing::debug!(cmd_id, len = body.len(), "push");
                 let push = Push { cmd_id, body };
                 let mut dropped = 0;
-                self.subscribers
-                    .retain(|s| match s.try_send(push.clone()) {
-                        Ok(()) => true,
-                        Err(TrySendError::Full(_)) => {
-                            dropped += 1;
-                            true
-                        }
-                        Err(TrySendError::Closed(_)) => false,
-                    });
+                self.subscribers.retain(|s| match s.try_send(push.clone()) {
+                    Ok(()) => true,
+                    Err(TrySendError::Full(_)) => {
+                        dropped += 1;
+                        true
+                    }
+                    Err(TrySendError::Closed(_)) => false,
+                });
                 if dropped > 0 {
-                    tracing::warn!(cmd_id, dropped, "push dropped: a subscriber is not keeping up");
+                    tracing::warn!(
+                        cmd_id,
+                        dropped,
+                        "push dropped: a subscriber is not keeping up"
+                    );
                     self.pushes_dropped += dropped;
                 }
             }
@@ -311,7 +315,8 @@ impl Driver {
                 let (cmd_id, cgi, channel) = (task.cmd_id, task.cgi.clone(), task.channel);
                 match self.engine.submit(now, task) {
                     Ok(id) => {
-                        let span = tracing::debug_span!("stn_task", id = id.get(), cmd_id, %cgi, ?channel);
+                        let span =
+                            tracing::debug_span!("stn_task", id = id.get(), cmd_id, %cgi, ?channel);
                         tracing::debug!(parent: &span, "task submitted");
                         self.pending.insert(
                             id,

@@ -12,5 +12,5 @@ pub use stn_proto as proto;
 pub mod client;
 pub mod server;
 
-pub use server::{Fault, Server, ServerConfig, ServerHandle, Stats};
 pub use client::{Client, ClientBuilder, Error, Finished, Push, Pushes, Snapshot, TokioRuntime};
+pub use server::{Fault, Server, ServerConfig, ServerHandle, Stats};

@@ -34,9 +34,7 @@ use stn_driver::{AsyncStream, AsyncTimer, BoxFuture, Runtime};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-pub use stn_driver::{
-    BuildError, EndpointState, Error, Finished, Push, Pushes, Snapshot,
-};
+pub use stn_driver::{BuildError, EndpointState, Error, Finished, Push, Pushes, Snapshot};
 
 /// The stn client on tokio. Build one with `Client::builder()` (inside a
 /// tokio runtime); see the [module docs](self) for an example and

@@ -18,8 +18,8 @@ use std::task::Poll;
 use std::time::{Duration, Instant};
 
 use stn_driver::proto::engine::{Config, ZombiePolicy};
-use stn_driver::proto::race::LoserReports;
 use stn_driver::proto::error::{Error as ProtoError, ErrorFamily, ProtocolError, TimeoutKind};
+use stn_driver::proto::race::LoserReports;
 use stn_driver::proto::task::{Channel, Task};
 use stn_driver::{BoxFuture, Builder, Client, Error, Runtime};
 use stn_tokio::server::{Fault, Server, ServerConfig, ServerHandle, Stats};
@@ -214,7 +214,10 @@ pub(crate) async fn happy_path<H: Harness>() {
     client.shutdown().await;
     assert!(client.is_shut_down());
     assert_eq!(client.send(short_task("late")).await, Err(Error::Shutdown));
-    assert!(pushes.next().await.is_none(), "push stream ends on shutdown");
+    assert!(
+        pushes.next().await.is_none(),
+        "push stream ends on shutdown"
+    );
 }
 
 /// Hints are accepted at any time and the client keeps working.
@@ -285,7 +288,10 @@ pub(crate) async fn racing_bans_bad_endpoints<H: Harness>() {
         .expect("client");
     for i in 0..6 {
         let d = client.send_detailed(short_task(format!("race {i}"))).await;
-        assert_eq!(d.outcome.expect("served by the working endpoint").body, format!("race {i}"));
+        assert_eq!(
+            d.outcome.expect("served by the working endpoint").body,
+            format!("race {i}")
+        );
     }
     let snap = settle::<H, _>(&client, |s| {
         s.endpoints.iter().filter(|e| e.banned).count() == 2
@@ -323,7 +329,14 @@ pub(crate) async fn never_respond_times_out<H: Harness>() {
     let stuck = H::spawn(async move { c.send(short_task("stall").retry_count(0)).await });
     for i in 0..5 {
         let body = format!("fine {i}");
-        assert_eq!(client.send(long_task(body.clone())).await.expect("long ok").body, body);
+        assert_eq!(
+            client
+                .send(long_task(body.clone()))
+                .await
+                .expect("long ok")
+                .body,
+            body
+        );
     }
     let err = stuck.await.expect_err("no answer");
     assert_eq!(
@@ -354,7 +367,9 @@ async fn faulty<H: Harness>(fault: Fault, channel: Channel) -> Error {
         .expect_err("the fault breaks the task");
     // The connection is gone and nothing is held.
     let snap = settle::<H, _>(&client, |s| {
-        s.engine_tasks == 0 && s.waiting == 0 && s.live_connection_tasks <= usize::from(channel == Channel::Long)
+        s.engine_tasks == 0
+            && s.waiting == 0
+            && s.live_connection_tasks <= usize::from(channel == Channel::Long)
     })
     .await;
     assert_eq!((snap.engine_tasks, snap.waiting), (0, 0), "{snap:?}");
@@ -376,7 +391,10 @@ pub(crate) async fn garbage_response<H: Harness>() {
     for channel in [Channel::Short, Channel::Long] {
         let err = faulty::<H>(Fault::Garbage, channel).await;
         assert!(
-            matches!(err, Error::Task(ProtoError::Protocol(_) | ProtoError::Decode)),
+            matches!(
+                err,
+                Error::Task(ProtoError::Protocol(_) | ProtoError::Decode)
+            ),
             "{channel:?}: {err:?}"
         );
     }
@@ -415,7 +433,11 @@ pub(crate) async fn cancel_by_drop<H: Harness>() {
     })
     .await;
     assert_eq!((snap.engine_tasks, snap.waiting), (0, 0), "{snap:?}");
-    assert_eq!((snap.short_in_flight, snap.long_in_flight), (0, 0), "{snap:?}");
+    assert_eq!(
+        (snap.short_in_flight, snap.long_in_flight),
+        (0, 0),
+        "{snap:?}"
+    );
     // Only the long link may stay open.
     assert!(snap.driver_connections <= 1, "{snap:?}");
     // The client still works.
