@@ -465,3 +465,72 @@ impl Stream for Pushes {
         self.rx.as_mut().poll_next(cx)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+
+    #[derive(Debug, Default)]
+    struct NoRuntime;
+
+    impl Runtime for NoRuntime {
+        fn spawn(&self, _: crate::BoxFuture<()>) {}
+        fn new_timer(&self, _: std::time::Instant) -> Pin<Box<dyn crate::AsyncTimer>> {
+            unreachable!("not started in these tests")
+        }
+        fn connect(
+            &self,
+            _: std::net::SocketAddr,
+        ) -> crate::BoxFuture<std::io::Result<Box<dyn crate::AsyncStream>>> {
+            unreachable!("not started in these tests")
+        }
+        fn resolve(&self, _: String) -> crate::BoxFuture<std::io::Result<Vec<IpAddr>>> {
+            unreachable!("not started in these tests")
+        }
+    }
+
+    #[test]
+    fn client_is_send_sync_clone() {
+        assert_send_sync::<Client<NoRuntime>>();
+    }
+
+    #[test]
+    fn builder_makes_the_engine_config() {
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let mut b = Client::<NoRuntime>::builder()
+            .endpoint("192.0.2.1")
+            .endpoint("example.invalid")
+            .short_link_port(80)
+            .long_link_port(8080)
+            .long_link_port(443)
+            .profile(Profile::Mars)
+            .seed(9)
+            .max_queued_tasks(5)
+            .configure(|c| c.retry_interval = stn_proto::time::Duration::from_secs(3));
+        let c = b.engine_config().unwrap();
+        assert_eq!(c.profile, Profile::Mars);
+        assert_eq!(c.seed, 9);
+        assert_eq!(c.short_link.ips, vec![ip]);
+        assert_eq!(c.short_link.hosts, vec!["example.invalid".to_owned()]);
+        assert_eq!(c.short_link.port, 80);
+        let long = c.long_link.as_ref().unwrap();
+        assert_eq!(long.ports, vec![8080, 443]);
+        assert_eq!(long.ips, vec![ip]);
+        assert_eq!(c.max_queued_tasks, 5);
+        assert_eq!(c.retry_interval, stn_proto::time::Duration::from_secs(3));
+    }
+
+    #[test]
+    fn builder_needs_endpoints_and_ports() {
+        let mut b = Client::<NoRuntime>::builder().short_link_port(80);
+        assert_eq!(b.engine_config().unwrap_err(), BuildError::NoEndpoints);
+        let mut b = Client::<NoRuntime>::builder().endpoint("10.0.0.1");
+        assert_eq!(b.engine_config().unwrap_err(), BuildError::NoPorts);
+        let mut b = Client::<NoRuntime>::builder()
+            .endpoint("10.0.0.1")
+            .long_link_port(1);
+        assert!(b.engine_config().unwrap().long_link.is_some());
+    }
+}

@@ -183,3 +183,62 @@ pub(crate) async fn run(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn connect_errors_map_to_the_engine_vocabulary() {
+        let e = |k| io::Error::from(k);
+        assert_eq!(
+            connect_error(&e(io::ErrorKind::ConnectionRefused)),
+            ConnectError::Refused
+        );
+        assert_eq!(
+            connect_error(&e(io::ErrorKind::ConnectionReset)),
+            ConnectError::Reset
+        );
+        assert_eq!(
+            connect_error(&e(io::ErrorKind::TimedOut)),
+            ConnectError::TimedOut
+        );
+        assert_eq!(
+            connect_error(&e(io::ErrorKind::HostUnreachable)),
+            ConnectError::Unreachable
+        );
+        assert_eq!(
+            connect_error(&e(io::ErrorKind::NetworkUnreachable)),
+            ConnectError::Unreachable
+        );
+        assert_eq!(
+            connect_error(&io::Error::from_raw_os_error(99)),
+            ConnectError::Other(99)
+        );
+        assert_eq!(
+            connect_error(&e(io::ErrorKind::Other)),
+            ConnectError::Other(-1)
+        );
+    }
+
+    #[test]
+    fn close_reasons_map_to_the_engine_vocabulary() {
+        let e = |k| io::Error::from(k);
+        assert_eq!(
+            close_reason(&e(io::ErrorKind::ConnectionReset)),
+            CloseReason::Reset
+        );
+        assert_eq!(
+            close_reason(&e(io::ErrorKind::BrokenPipe)),
+            CloseReason::Reset
+        );
+        assert_eq!(
+            close_reason(&e(io::ErrorKind::UnexpectedEof)),
+            CloseReason::Eof
+        );
+        assert_eq!(
+            close_reason(&io::Error::from_raw_os_error(5)),
+            CloseReason::Error(5)
+        );
+    }
+}

@@ -47,3 +47,24 @@ impl From<SubmitError> for Error {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use stn_proto::error::{Error as ProtoError, TimeoutKind};
+
+    #[test]
+    fn shutdowns_fold_into_one_variant() {
+        assert_eq!(Error::from(ProtoError::Shutdown), Error::Shutdown);
+        assert_eq!(Error::from(SubmitError::ShutDown), Error::Shutdown);
+        assert_eq!(
+            Error::from(SubmitError::QueueFull),
+            Error::Refused(SubmitError::QueueFull)
+        );
+        let t = Error::from(ProtoError::Timeout(TimeoutKind::FirstPacket));
+        assert_eq!(
+            t.task_error(),
+            Some(&ProtoError::Timeout(TimeoutKind::FirstPacket))
+        );
+    }
+}
