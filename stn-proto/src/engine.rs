@@ -39,6 +39,26 @@
 //! - **Every task ends exactly once** with [`Action::TaskFinished`]: on
 //!   success, failure, cancel, deadline or [`Engine::shutdown`].
 //!
+//! # Profiles
+//!
+//! [`Config::for_profile`] gives `Mars2017` (the constants of the 2017
+//! benchmark: 4 s racing stagger, v1.3 ban and reconnect tables), `Mars`
+//! (today's Mars) and `Stn` (the default). The engine-level differences of
+//! `Stn` from Mars, each documented on [`Config::for_profile`] with its
+//! reason: faster retries (0 s after a timeout, 250 ms otherwise, Mars 1 s);
+//! a network change does not use up a retry; `Both` tasks pick their link at
+//! every attempt; without network tasks wait instead of failing or burning
+//! attempts; failed tasks are parked until their deadline and replayed on any
+//! sign of connectivity (or after 3 s idle); resolve answers reused for 30 s (until an attempt fails to connect);
+//! lost SYNs abandoned and replaced for the whole race
+//! ([`STN_MAX_ABANDONS`]); an RTT hint that backs off after failed races; at
+//! most 64 short-link attempts in flight; [`Engine::identify_verdict`]
+//! rejecting a connection drops it. The building blocks add their own
+//! (adaptive racing stagger, adaptive timeouts, gentler bans, reconnect
+//! back-off, RTT-scaled heartbeat timeout); see their modules.
+//! `stn-proto/tests/profiles.rs` compares the profiles on a lossy and an
+//! outage model.
+//!
 //! Time never goes back: `now` is clamped to the latest value seen
 //! ([`MonotonicClock`]). Every random choice comes from [`Config::seed`]. No
 //! input makes it panic, and memory is bounded: [`Config::max_queued_tasks`]
@@ -48,13 +68,52 @@
 //! # Example: the drain rule against a fake server
 //!
 //! ```
+//! use std::collections::{BTreeMap, VecDeque};
+//!
 //! use bytes::Bytes;
+//! use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
 //! use stn_proto::engine::{Action, Config, Engine, Input};
-//! use stn_proto::io::ConnEvent;
+//! use stn_proto::io::{ConnEvent, ConnId};
+//! use stn_proto::long_link::IdentifyDecision;
 //! use stn_proto::task::{Channel, Task};
-//! use stn_proto::time::{Duration, Instant};
-//! use stn_proto::codec::longlink::{encode_to_bytes, Frame, FrameDecoder, CodecConfig};
+//! use stn_proto::time::Instant;
 //! use stn_proto::Profile;
+//!
+//! /// An in-memory server: every connect succeeds; an HTTP POST gets a 200;
+//! /// every long-link frame (heartbeat noops included) is answered in kind.
+//! #[derive(Default)]
+//! struct FakeServer {
+//!     long_conns: BTreeMap<ConnId, FrameDecoder>,
+//! }
+//!
+//! impl FakeServer {
+//!     fn serve(&mut self, action: Action, replies: &mut VecDeque<Input>) {
+//!         match action {
+//!             Action::Connect { conn, addr } => {
+//!                 if addr.port() == 8081 {
+//!                     self.long_conns.insert(conn, FrameDecoder::new(CodecConfig::default()));
+//!                 }
+//!                 replies.push_back(Input::Conn { conn, event: ConnEvent::Connected });
+//!             }
+//!             Action::Send { conn, data } => {
+//!                 let reply = match self.long_conns.get_mut(&conn) {
+//!                     Some(decoder) => {
+//!                         let mut buf = &data[..];
+//!                         let mut out = Vec::new();
+//!                         while let Ok(Some(frame)) = decoder.decode(&mut buf) {
+//!                             let answer = Frame::new(frame.cmd_id, frame.seq, "pong");
+//!                             out.extend_from_slice(&encode_to_bytes(&answer, 0).unwrap());
+//!                         }
+//!                         Bytes::from(out)
+//!                     }
+//!                     None => Bytes::from_static(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
+//!                 };
+//!                 replies.push_back(Input::Conn { conn, event: ConnEvent::Received(reply) });
+//!             }
+//!             _ => {}
+//!         }
+//!     }
+//! }
 //!
 //! let ip = "192.0.2.7".parse().unwrap();
 //! let config = Config::for_profile(Profile::Stn)
@@ -62,64 +121,38 @@
 //!     .long_link_ips([ip], 8081);
 //! let mut now = Instant::from_secs(1);
 //! let mut engine = Engine::new(now, config);
+//! let mut server = FakeServer::default();
+//! let mut replies = VecDeque::new();
+//! let mut finished = BTreeMap::new();
 //!
-//! // A tiny in-memory server: answers every connect, every HTTP POST with
-//! // "200 OK", and echoes every long-link frame (noops included).
-//! let mut inputs: Vec<Input> = Vec::new();
-//! let mut finished = Vec::new();
-//! let mut decoders = std::collections::BTreeMap::new();
-//! let mut drain = |engine: &mut Engine, inputs: &mut Vec<Input>, finished: &mut Vec<_>| {
-//!     while let Some(action) = engine.poll_action() {
-//!         match action {
-//!             Action::Connect { conn, addr } => {
-//!                 if addr.port() == 8081 {
-//!                     decoders.insert(conn, FrameDecoder::new(CodecConfig::default()));
-//!                 }
-//!                 inputs.push(Input::Conn { conn, event: ConnEvent::Connected });
-//!             }
-//!             Action::Send { conn, data } => match decoders.get_mut(&conn) {
-//!                 Some(dec) => {
-//!                     let mut buf = &data[..];
-//!                     while let Ok(Some(frame)) = dec.decode(&mut buf) {
-//!                         let reply = Frame::new(frame.cmd_id, frame.seq, Bytes::from_static(b"pong"));
-//!                         let bytes = encode_to_bytes(&reply, 0).unwrap();
-//!                         inputs.push(Input::Conn { conn, event: ConnEvent::Received(bytes) });
-//!                     }
-//!                 }
-//!                 None => {
-//!                     let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello";
-//!                     inputs.push(Input::Conn { conn, event: ConnEvent::Received(Bytes::from_static(reply)) });
-//!                 }
-//!             },
-//!             Action::AskIdentify => {} // answered below
-//!             Action::TaskFinished { id, outcome, .. } => finished.push((id, outcome)),
-//!             _ => {}
-//!         }
-//!     }
-//! };
-//!
-//! // Drain after every call; feed the server's answers back; sleep until poll_timeout.
 //! let short = engine.submit(now, Task::new(0, "/hello", "hi").channel(Channel::Short)).unwrap();
 //! let long = engine.submit(now, Task::new(7, "", "hi").channel(Channel::Long)).unwrap();
-//! for _ in 0..100 {
-//!     drain(&mut engine, &mut inputs, &mut finished);
-//!     if inputs.is_empty() {
-//!         if finished.len() == 2 { break; }
-//!         now = engine.poll_timeout().expect("work is pending, so a timer is armed");
-//!         engine.handle_timeout(now);
-//!     } else {
-//!         for input in std::mem::take(&mut inputs) {
-//!             engine.handle_input(now, input);
-//!             drain(&mut engine, &mut inputs, &mut finished);
+//!
+//! while finished.len() < 2 {
+//!     // The drain rule: after every call, drain the actions...
+//!     let mut ask_identify = false;
+//!     while let Some(action) = engine.poll_action() {
+//!         match action {
+//!             Action::TaskFinished { id, outcome, .. } => {
+//!                 finished.insert(id, outcome);
+//!             }
+//!             Action::AskIdentify => ask_identify = true,
+//!             other => server.serve(other, &mut replies),
 //!         }
 //!     }
-//!     engine.identify_answer(now, stn_proto::long_link::IdentifyDecision::Never);
+//!     // ...then make the next call: an answer to the engine's question, what
+//!     // the "sockets" did, or — nothing else to do — sleep until poll_timeout.
+//!     if ask_identify {
+//!         engine.identify_answer(now, IdentifyDecision::Never);
+//!     } else if let Some(reply) = replies.pop_front() {
+//!         engine.handle_input(now, reply);
+//!     } else {
+//!         now = engine.poll_timeout().expect("tasks are pending, so a timer is armed");
+//!         engine.handle_timeout(now);
+//!     }
 //! }
-//! finished.sort_by_key(|(id, _)| *id);
-//! assert_eq!(finished[0].0, short);
-//! assert_eq!(finished[0].1.as_ref().unwrap().body, &b"hello"[..]);
-//! assert_eq!(finished[1].0, long);
-//! assert_eq!(finished[1].1.as_ref().unwrap().body, &b"pong"[..]);
+//! assert_eq!(finished[&short].as_ref().unwrap().body, &b"hello"[..]);
+//! assert_eq!(finished[&long].as_ref().unwrap().body, &b"pong"[..]);
 //! assert!(engine.poll_timeout().map_or(true, |t| t >= now));
 //! ```
 
@@ -156,6 +189,7 @@ mod tests;
 
 pub use config::{
     ChannelChoice, Config, LongLinkEndpoints, NoNetworkPolicy, ShortLinkEndpoints, ZombiePolicy,
+    STN_MAX_ABANDONS,
 };
 pub use types::{Action, Input, LinkStatus, Report, SubmitError};
 
@@ -232,10 +266,16 @@ pub struct Engine {
     /// TCP connect times only (the racing stagger's RTT hint; the timeout
     /// machine's RTT also learns server latency).
     connect_rtt: RttEstimator,
+    /// Multiplier of the RTT hint: doubled after a failed race (up to 8),
+    /// back to 1 on a successful connect.
+    rtt_hint_scale: u32,
     limits: AntiAvalanche,
     activity: Activity,
     dns: BTreeMap<String, HostDns>,
     long: Option<LongLink>,
+    /// The long link's endpoint since its last connect (kept after a
+    /// disconnect: the failures of its tasks are reported after it).
+    long_endpoint: Option<SocketAddr>,
     /// The long link asked for a connect that waits for resolve answers.
     long_wants_connect: bool,
     network: NetworkKind,
@@ -277,10 +317,12 @@ impl Engine {
             history: EndpointHistory::new(config.ban.clone()),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
             connect_rtt: RttEstimator::new(RttConfig::STN),
+            rtt_hint_scale: 1,
             limits: AntiAvalanche::new(now, config.limits.clone(), config.foreground),
             activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
             dns: BTreeMap::new(),
             long,
+            long_endpoint: None,
             long_wants_connect: false,
             network,
             last_network: timeouts_net,
@@ -336,6 +378,12 @@ impl Engine {
     /// The endpoint history (bans and ordering).
     pub fn endpoint_history(&self) -> &EndpointHistory {
         &self.history
+    }
+
+    /// The endpoint history, to import saved history
+    /// ([`EndpointHistory::import`]) or switch its network label.
+    pub fn endpoint_history_mut(&mut self) -> &mut EndpointHistory {
+        &mut self.history
     }
 
     /// Submits a task. It gets an id and ends exactly once with
@@ -412,6 +460,14 @@ impl Engine {
             self.finish(id, Err(LocalError::NoNetwork.into()));
         } else {
             self.queue.insert((order, id));
+            // Mars `StartTask`: a task that may use the long link, submitted
+            // in the foreground while the link is down, asks the monitor for
+            // it (`MakeSureConnected`), even if it then goes short.
+            if channel.allows_long() && self.activity.is_foreground() {
+                if let Some(long) = self.long.as_mut().filter(|l| !l.is_connected()) {
+                    long.task_needs_link(now);
+                }
+            }
         }
         self.run(now);
         Ok(id)
@@ -422,7 +478,7 @@ impl Engine {
     pub fn cancel(&mut self, now: Instant, id: TaskId) {
         let now = self.clock.observe(now);
         if self.tasks.contains_key(&id) {
-            self.stop_attempt(now, id);
+            self.stop_with_report(now, id, Error::Cancelled);
             self.finish(id, Err(Error::Cancelled));
         }
         self.run(now);
@@ -443,6 +499,7 @@ impl Engine {
         self.history.reset(now);
         self.timeouts.reset(self.last_network);
         self.connect_rtt.reset();
+        self.rtt_hint_scale = 1;
         self.dns.clear();
         self.long_wants_connect = false;
         // Redo running attempts.
@@ -602,7 +659,7 @@ impl Engine {
         self.shut_down = true;
         let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
         for id in &ids {
-            self.stop_attempt(now, *id);
+            self.stop_with_report(now, *id, Error::Shutdown);
         }
         if let Some(long) = self.long.as_mut() {
             long.disconnect(now, DisconnectReason::Shutdown);
@@ -716,6 +773,20 @@ impl Engine {
                     self.actions.push_back(Action::Close { conn });
                 }
             }
+        }
+    }
+
+    /// Stops the running attempt of `id` (if any) and reports it as ended by `error`.
+    fn stop_with_report(&mut self, now: Instant, id: TaskId, error: Error) {
+        let running = self.tasks.get(&id).and_then(|e| match e.state {
+            State::Short => Some(Channel::Short),
+            State::Long => Some(Channel::Long),
+            State::Queued | State::Zombie => None,
+        });
+        self.stop_attempt(now, id);
+        if let (Some(channel), Some(e)) = (running, self.tasks.get(&id)) {
+            let r = self.bare_report(id, e, channel, now, error);
+            self.actions.push_back(Action::Report(r));
         }
     }
 
@@ -882,13 +953,32 @@ impl Engine {
             return;
         }
         // Resolve answers that did not come in time count as failures.
+        let mut expired = false;
         for h in self.dns.values_mut() {
             if h.pending_until.is_some_and(|p| p <= now) {
                 h.pending_until = None;
                 h.addrs.clear();
                 h.answered_at = Some(now);
+                expired = true;
             }
         }
+        if expired && self.long_wants_connect {
+            self.long_connect(now);
+        }
+        // Sub-machines' own timers first: a running task's deadline is
+        // theirs too, and the long link reacts to it as its profile says
+        // (Mars: a batch error that drops the link).
+        let shorts: Vec<TaskId> = self.short.keys().copied().collect();
+        for id in shorts {
+            if let Some(ex) = self.short.get_mut(&id) {
+                ex.handle_timeout(now, &mut self.ids);
+            }
+            self.pump_short(now, id);
+        }
+        if let Some(long) = self.long.as_mut() {
+            long.handle_timeout(now, &mut self.ids);
+        }
+        self.pump_long(now);
         // Task deadlines and zombie budgets.
         let due: Vec<(TaskId, State)> = self
             .tasks
@@ -929,18 +1019,6 @@ impl Engine {
             }
             self.end_failed(now, id, TimeoutKind::Task.into());
         }
-        // Sub-machines' own timers.
-        let shorts: Vec<TaskId> = self.short.keys().copied().collect();
-        for id in shorts {
-            if let Some(ex) = self.short.get_mut(&id) {
-                ex.handle_timeout(now, &mut self.ids);
-            }
-            self.pump_short(now, id);
-        }
-        if let Some(long) = self.long.as_mut() {
-            long.handle_timeout(now, &mut self.ids);
-        }
-        self.pump_long(now);
         self.dispatch(now);
     }
 
@@ -1086,13 +1164,10 @@ impl Engine {
     /// Starts a short-link attempt. Returns whether the task left the queue
     /// (started, or ended by a limit).
     fn start_short(&mut self, now: Instant, id: TaskId) -> bool {
-        let Some(e) = self.tasks.get(&id) else {
+        if !self.tasks.contains_key(&id) {
             return false;
-        };
-        let hosts: Vec<String> = match &e.task.host {
-            Some(h) => vec![h.clone()],
-            None => self.config.short_link.hosts.clone(),
-        };
+        }
+        let hosts = self.short_hosts(id);
         let host_header = hosts.first().cloned();
         let ep = self.config.short_link.clone();
         let Some(candidates) = self.candidates(
@@ -1125,7 +1200,7 @@ impl Engine {
             cgi: e.task.cgi.clone(),
             headers: e.task.headers.clone(),
             body: e.task.body.clone(),
-            rtt_hint: self.connect_rtt.srtt(),
+            rtt_hint: self.rtt_hint(),
             timeouts,
             deadline: Some(e.deadline),
         };
@@ -1245,6 +1320,25 @@ impl Engine {
         Some(out)
     }
 
+    /// The hosts a short-link task resolves: its own, else the configured ones.
+    fn short_hosts(&self, id: TaskId) -> Vec<String> {
+        match self.tasks.get(&id).and_then(|e| e.task.host.clone()) {
+            Some(h) => vec![h],
+            None => self.config.short_link.hosts.clone(),
+        }
+    }
+
+    /// Drops cached answers for `hosts` (not pending lookups).
+    fn forget_hosts(&mut self, hosts: &[String]) {
+        for h in hosts {
+            if let Some(entry) = self.dns.get_mut(h) {
+                if entry.pending_until.is_none() {
+                    entry.answered_at = None;
+                }
+            }
+        }
+    }
+
     /// A host's addresses if a usable answer is at hand; otherwise asks the
     /// app (once) and returns `None`.
     fn host_addrs(&mut self, now: Instant, host: &str) -> Option<Vec<IpAddr>> {
@@ -1310,7 +1404,7 @@ impl Engine {
             return;
         };
         self.long_wants_connect = false;
-        let rtt = self.connect_rtt.srtt();
+        let rtt = self.rtt_hint();
         if let Some(long) = self.long.as_mut() {
             long.connect(now, candidates, rtt, &mut self.ids);
             self.actions
@@ -1367,6 +1461,7 @@ impl Engine {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
                         self.timeouts.on_connect_sample(t);
                         self.connect_rtt.sample(t);
+                        self.rtt_hint_scale = 1;
                     }
                     self.record_endpoint(now, r.addr, r.ok);
                     if r.ok {
@@ -1438,6 +1533,11 @@ impl Engine {
             }
             Err(error) => {
                 self.note_failure(now, &error);
+                if matches!(error, Error::Connect { .. } | Error::Dns(_)) {
+                    // The addresses did not work: ask again next time.
+                    let hosts = self.short_hosts(id);
+                    self.forget_hosts(&hosts);
+                }
                 if error == Error::Timeout(TimeoutKind::Task) {
                     if let Some(e) = self.tasks.get_mut(&id) {
                         e.state = State::Queued;
@@ -1451,8 +1551,21 @@ impl Engine {
         }
     }
 
+    /// The RTT hint for a race: the connect RTT, scaled up after failed
+    /// races so attempts are not abandoned forever on a path that became
+    /// slower than the estimate.
+    fn rtt_hint(&self) -> Option<Duration> {
+        match (self.connect_rtt.srtt(), self.rtt_hint_scale) {
+            (rtt, 1) => rtt,
+            (rtt, k) => Some(rtt.unwrap_or(Duration::from_millis(500)).saturating_mul(k)),
+        }
+    }
+
     /// Feeds an attempt failure to the timeout machine.
     fn note_failure(&mut self, now: Instant, error: &Error) {
+        if matches!(error, Error::Connect { .. }) {
+            self.rtt_hint_scale = (self.rtt_hint_scale * 2).min(8);
+        }
         match error {
             Error::Timeout(TimeoutKind::FirstPacket | TimeoutKind::LongPolling) => {
                 self.timeouts
@@ -1489,16 +1602,28 @@ impl Engine {
                 LongLinkEvent::Connected { addr, connect_time } => {
                     self.timeouts.on_connect_sample(connect_time);
                     self.connect_rtt.sample(connect_time);
+                    self.rtt_hint_scale = 1;
+                    self.long_endpoint = Some(addr);
                     self.emit_link(LinkStatus::Connected { addr });
                     self.replay_zombies(now);
                 }
-                LongLinkEvent::Disconnected { .. } => {
+                LongLinkEvent::Disconnected { error } => {
+                    if matches!(error, Some(Error::Connect { .. } | Error::Dns(_))) {
+                        let hosts = self
+                            .config
+                            .long_link
+                            .as_ref()
+                            .map(|l| l.hosts.clone())
+                            .unwrap_or_default();
+                        self.forget_hosts(&hosts);
+                    }
                     self.emit_link(LinkStatus::Disconnected);
                 }
                 LongLinkEvent::Endpoint(r) => {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
                         self.timeouts.on_connect_sample(t);
                         self.connect_rtt.sample(t);
+                        self.rtt_hint_scale = 1;
                     }
                     self.record_endpoint(now, r.addr, r.ok);
                 }
@@ -1598,7 +1723,7 @@ impl Engine {
             channel: Channel::Long,
             started: e.attempt_started,
             ended: now,
-            endpoint: self.long.as_ref().and_then(LongLink::endpoint),
+            endpoint: self.long_endpoint,
             connect_time,
             first_packet_after,
             connect_attempts: 0,

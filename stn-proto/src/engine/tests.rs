@@ -582,6 +582,7 @@ fn endpoint_reports_feed_the_ban_history() {
 /// A fake long-link server on one connection.
 struct LongServer {
     conn: ConnId,
+    addr: SocketAddr,
     dec: FrameDecoder,
 }
 
@@ -621,6 +622,7 @@ fn long_up(h: &mut H) -> LongServer {
     h.drain();
     LongServer {
         conn,
+        addr,
         dec: FrameDecoder::new(CodecConfig::default()),
     }
 }
@@ -716,6 +718,7 @@ fn long_task_waits_for_the_link_and_identify_is_sent_when_asked() {
     h.drain();
     let mut s = LongServer {
         conn,
+        addr: "10.0.1.1:8080".parse().unwrap_or_else(|_| unreachable!()),
         dec: FrameDecoder::new(CodecConfig::default()),
     };
     let frames = s.frames(&h.log);
@@ -1075,4 +1078,175 @@ fn network_change_resets_dynamic_timeouts() {
     assert_eq!(h.e.timeouts.consecutive_timeouts(), 0);
     assert!(!h.e.timeouts.rtt().has_samples());
     assert_eq!(h.e.network(), NetworkKind::Mobile);
+}
+
+#[test]
+fn cancel_reports_the_running_attempt() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(short_task("x"));
+    h.e.cancel(h.now, id);
+    h.drain();
+    let r = h.reports(id);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].error, Some(Error::Cancelled));
+    assert_eq!(r[0].channel, Channel::Short);
+}
+
+#[test]
+fn long_link_candidates_come_from_resolve_and_fall_back_when_it_times_out() {
+    let mut cfg = Config::for_profile(Profile::Mars).short_link_ips([ip("10.0.0.1")], 80);
+    cfg.long_link = Some(LongLinkEndpoints {
+        hosts: vec!["long.example".into()],
+        ports: vec![8080, 443],
+        backup_ips: vec![ip("10.0.2.2")],
+        max_candidates: 5,
+        ..LongLinkEndpoints::default()
+    });
+    let mut h = H::new(cfg.clone());
+    assert!(h.log.contains(&Action::Resolve {
+        host: "long.example".into()
+    }));
+    let a = h.input(Input::Resolved {
+        host: "long.example".into(),
+        addrs: vec![ip("10.0.1.1")],
+    });
+    // Every port of every IP, IP-major; the race starts with the first.
+    let c = connects(&a);
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].1.ip(), ip("10.0.1.1"));
+
+    // No answer within Mars's 2 s: the backups are used.
+    let mut h = H::new(cfg);
+    let a = h.advance(secs(2));
+    let c = connects(&a);
+    assert_eq!(c.len(), 1, "{a:?}");
+    assert_eq!(c[0].1.ip(), ip("10.0.2.2"));
+}
+
+#[test]
+fn stn_reuses_resolve_answers_until_they_fail() {
+    let mut cfg = Config::for_profile(Profile::Stn);
+    cfg.short_link.hosts = vec!["svc.example".into()];
+    let mut h = H::new(cfg);
+    let resolves = |h: &H| {
+        h.log
+            .iter()
+            .filter(|a| matches!(a, Action::Resolve { .. }))
+            .count()
+    };
+    let a = h.submit(short_task("a"));
+    h.input(Input::Resolved {
+        host: "svc.example".into(),
+        addrs: vec![ip("10.0.0.7")],
+    });
+    let (conn, _) = connects(&h.log)[0];
+    serve_short(&mut h, conn, "ok");
+    assert!(h.outcome(a).is_ok());
+    // Within the TTL: no new lookup.
+    h.advance(secs(5));
+    let b = h.submit(short_task("b").retry_count(1));
+    assert_eq!(resolves(&h), 1);
+    // The race fails (a refusal; stn then skips the address): the answer is dropped.
+    let (conn, _) = *connects(&h.log).last().unwrap_or_else(|| unreachable!());
+    h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Refused));
+    assert_eq!(h.reports(b).len(), 1, "{:?}", h.log);
+    h.advance(secs(1));
+    assert_eq!(resolves(&h), 2, "asked again after the failure");
+}
+
+#[test]
+fn read_write_timeout_ends_a_trickling_response() {
+    // Mars, Wi-Fi: F = 12 s, RW = F + 5 333 ms; bytes every 5 s stay under
+    // the 8 s packet gap, so the read-write timer decides.
+    let mut h = H::new(short_cfg(Profile::Mars));
+    let id = h.submit(short_task("x").retry_count(0));
+    let (conn, _) = connects(&h.log)[0];
+    h.ev(conn, ConnEvent::Connected);
+    let sent = h.now;
+    let head = Bytes::from_static(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n");
+    h.advance(secs(1));
+    h.ev(conn, ConnEvent::Received(head));
+    for _ in 0..3 {
+        h.advance(secs(5));
+        h.ev(conn, ConnEvent::Received(Bytes::from_static(b"abc")));
+    }
+    h.advance_to(sent + ms(17_332));
+    assert!(h.finished(id).is_empty());
+    h.advance_to(sent + ms(17_333));
+    assert_eq!(h.outcome(id), Err(Error::Timeout(TimeoutKind::ReadWrite)));
+}
+
+#[test]
+fn inactive_app_reconnects_on_the_slowest_schedule() {
+    let mut h = H::new(long_cfg(Profile::Mars));
+    let s = long_up(&mut h);
+    h.e.set_foreground(h.now, false);
+    h.drain();
+    // Keep the link alive through ten minutes of background: answer noops.
+    let mut srv = s;
+    let mut last = 0;
+    for _ in 0..720 {
+        let frames = srv.frames(&h.log[last..]);
+        last = h.log.len();
+        for f in frames {
+            reply(&mut h, &srv, f);
+        }
+        h.advance(secs(1));
+    }
+    assert!(h.e.long_link_connected());
+    // Inactive now (background ≥ 10 min). The link drops and its reconnect fails.
+    h.ev(srv.conn, ConnEvent::Closed(crate::io::CloseReason::Reset));
+    let a = h.advance(secs(1));
+    let c = connects(&a);
+    assert_eq!(
+        c.len(),
+        1,
+        "first reconnect: the last attempt was long ago: {a:?}"
+    );
+    let failed_start = h.now - secs(1) + ms(500);
+    h.ev(c[0].0, ConnEvent::ConnectFailed(ConnectError::Refused));
+    // Inactive auto interval 600 s (30 s slack), from the start of that attempt.
+    let a = h.advance_to(failed_start + secs(560));
+    assert!(connects(&a).is_empty(), "{a:?}");
+    let a = h.advance_to(failed_start + secs(600));
+    assert_eq!(connects(&a).len(), 1);
+    let _ = &mut srv;
+}
+
+#[test]
+fn mars_long_task_deadline_is_a_batch_error_stn_only_ends_that_task() {
+    for (profile, batch) in [(Profile::Mars, true), (Profile::Stn, false)] {
+        let mut h = H::new(long_cfg(profile));
+        let mut s = long_up(&mut h);
+        for f in s.frames(&h.log) {
+            reply(&mut h, &s, f);
+        }
+        let short_lived = h.submit(
+            Task::new(1, "", "a")
+                .channel(Channel::Long)
+                .total_timeout(ms(1_500))
+                .retry_count(0),
+        );
+        let other = h.submit(Task::new(2, "", "b").channel(Channel::Long));
+        let acts = h.advance(ms(1_500));
+        assert_eq!(
+            h.outcome(short_lived),
+            Err(Error::Timeout(TimeoutKind::Task))
+        );
+        assert_eq!(
+            closes(&acts).contains(&s.conn),
+            batch,
+            "{profile}: {acts:?}"
+        );
+        let rb = h.reports(other);
+        assert_eq!(!rb.is_empty(), batch, "{profile}: bystander failed over");
+        if batch {
+            assert_eq!(
+                rb[0].endpoint,
+                Some(s.addr),
+                "the link's endpoint is reported"
+            );
+        }
+        assert!(h.finished(other).is_empty());
+    }
 }

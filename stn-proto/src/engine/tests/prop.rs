@@ -58,6 +58,8 @@ enum Op {
     Advance(u32),
     /// Call `handle_timeout` late, at an arbitrary time, without stepping.
     Jump(u32),
+    /// Call `handle_timeout` with a `now` in the past (must be clamped).
+    Backwards(u32),
     Shutdown,
 }
 
@@ -103,6 +105,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<bool>().prop_map(Op::Authed),
         1 => (0u8..3).prop_map(Op::Identify),
         5 => (0u32..40_000).prop_map(Op::Advance),
+        1 => (0u32..10_000).prop_map(Op::Backwards),
         1 => (0u32..90_000).prop_map(Op::Jump),
         1 => (0u8..20).prop_map(|k| if k == 0 { Op::Shutdown } else { Op::Jump(u32::from(k) * 10) }),
     ]
@@ -400,6 +403,11 @@ impl World {
             Op::Jump(ms) => {
                 self.now += Duration::from_millis(u64::from(ms));
                 self.e.handle_timeout(self.now);
+                self.drain();
+            }
+            Op::Backwards(ms) => {
+                self.e
+                    .handle_timeout(self.now - Duration::from_millis(u64::from(ms)));
                 self.drain();
             }
             Op::Shutdown => {
