@@ -202,7 +202,8 @@ impl<R: Runtime> Builder<R> {
         self
     }
 
-    /// The engine configuration this builder makes.
+    /// The engine configuration this builder makes (applies and consumes
+    /// the [`configure`](Self::configure) edits: call it once).
     ///
     /// # Errors
     ///
