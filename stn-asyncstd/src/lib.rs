@@ -85,7 +85,7 @@ pub type ClientBuilder = stn_driver::Builder<AsyncStdRuntime>;
 
 /// The stn client on smol's executor: `SmolClient::builder()` spawns on
 /// smol's global executor; `ClientBuilder`-style
-/// `stn_driver::Builder::with_runtime(SmolRuntime::with_executor(ex))` on an
+/// `SmolClientBuilder::with_runtime(SmolRuntime::with_executor(&ex))` on an
 /// executor of your own.
 #[cfg(feature = "smol")]
 pub type SmolClient = stn_driver::Client<SmolRuntime>;

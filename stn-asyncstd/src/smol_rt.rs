@@ -3,7 +3,7 @@
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 use smol::net::TcpStream;
@@ -21,17 +21,22 @@ use crate::io::{distinct_ips, Stream, Timer};
 /// app moving from async-std to smol keeps the same behaviour.
 #[derive(Clone, Debug, Default)]
 pub struct SmolRuntime {
-    executor: Option<Arc<smol::Executor<'static>>>,
+    // Weak: the driver task (inside the executor) holds the runtime, so a
+    // strong reference would keep the executor alive forever.
+    executor: Option<Weak<smol::Executor<'static>>>,
 }
 
 impl SmolRuntime {
     /// Spawns the client's tasks on `executor` instead of smol's global one.
-    /// Whoever owns it must keep running it (`executor.run(..)`); dropping
-    /// it drops the client's driver, which ends every pending
-    /// `send` with [`Error::Shutdown`](stn_driver::Error::Shutdown).
-    pub fn with_executor(executor: Arc<smol::Executor<'static>>) -> Self {
+    ///
+    /// The runtime keeps only a weak reference: the app owns the executor
+    /// and keeps running it (`executor.run(..)`). Dropping its last `Arc`
+    /// drops the client's driver, which ends every pending `send` with
+    /// [`Error::Shutdown`](stn_driver::Error::Shutdown) (as does building a
+    /// client on an executor that is already gone).
+    pub fn with_executor(executor: &Arc<smol::Executor<'static>>) -> Self {
         SmolRuntime {
-            executor: Some(executor),
+            executor: Some(Arc::downgrade(executor)),
         }
     }
 }
@@ -40,8 +45,14 @@ impl Runtime for SmolRuntime {
     fn spawn(&self, future: BoxFuture<()>) {
         // smol cancels a task whose handle is dropped: detach it instead.
         match &self.executor {
-            Some(ex) => ex.spawn(future).detach(),
             None => smol::spawn(future).detach(),
+            Some(ex) => {
+                // An executor that is gone drops the future, as it would
+                // have had it been spawned just before.
+                if let Some(ex) = ex.upgrade() {
+                    ex.spawn(future).detach();
+                }
+            }
         }
     }
 
