@@ -17,23 +17,30 @@
 //! [`set_foreground`](stn_driver::Client::set_foreground) and
 //! [`shutdown`](stn_driver::Client::shutdown); see [`stn_driver::Client`].
 //!
-//! ```no_run
+//! ```
 //! use stn_asyncstd::Client;
 //! use stn_asyncstd::proto::task::{Channel, Task};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! # // The reference server is tokio's: it gets a runtime of its own.
+//! # let server_rt = tokio::runtime::Runtime::new()?;
+//! # let server = server_rt.block_on(stn_tokio::server::Server::start(Default::default()))?;
+//! # let (short_port, long_port) = (server.short_addr().unwrap().port(), server.long_addr().unwrap().port());
 //! async_std::task::block_on(async {
 //!     let client = Client::builder()
 //!         .endpoint("127.0.0.1") // an IP, or a host name resolved with async-std's resolver
-//!         .short_link_port(8080)
-//!         .long_link_port(8081)
+//!         .short_link_port(short_port)
+//!         .long_link_port(long_port)
 //!         .build()?;
 //!     let short = client.send(Task::new(8, "/mars/hello2", "hi").channel(Channel::Short)).await?;
+//!     assert_eq!(short.body, "hi");
 //!     let long = client.send(Task::new(8, "", "hello").channel(Channel::Long)).await?;
-//!     println!("{:?} {:?}", short.body, long.body);
+//!     assert_eq!(long.body, "hello");
 //!     client.shutdown().await;
-//!     Ok(())
-//! })
+//!     Ok::<_, Box<dyn std::error::Error>>(())
+//! })?;
+//! # server_rt.block_on(server.shutdown());
+//! # Ok(())
 //! # }
 //! ```
 //!
@@ -51,6 +58,7 @@
 //!         .long_link_port(8081)
 //!         .build()?;
 //!     let reply = client.send(Task::new(8, "", "hello").channel(Channel::Long)).await?;
+//!     println!("{:?}", reply.body);
 //!     client.shutdown().await;
 //!     Ok(())
 //! })
@@ -84,7 +92,7 @@ pub type Client = stn_driver::Client<AsyncStdRuntime>;
 pub type ClientBuilder = stn_driver::Builder<AsyncStdRuntime>;
 
 /// The stn client on smol's executor: `SmolClient::builder()` spawns on
-/// smol's global executor; `ClientBuilder`-style
+/// smol's global executor,
 /// `SmolClientBuilder::with_runtime(SmolRuntime::with_executor(&ex))` on an
 /// executor of your own.
 #[cfg(feature = "smol")]

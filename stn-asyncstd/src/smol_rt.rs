@@ -77,4 +77,3 @@ impl Runtime for SmolRuntime {
         })
     }
 }
-
