@@ -202,7 +202,8 @@ impl<R: Runtime> Builder<R> {
         self
     }
 
-    /// The engine configuration this builder makes.
+    /// The engine configuration this builder makes (applies and consumes
+    /// the [`configure`](Self::configure) edits: call it once).
     ///
     /// # Errors
     ///
@@ -285,8 +286,30 @@ struct Shared {
 /// called or the last clone is dropped; either way every pending
 /// [`send`](Self::send) ends (with [`Error::Shutdown`]).
 ///
-/// The runtime adapters give this type a short name (`stn_tokio::Client`)
-/// and show a full example.
+/// The runtime adapters give this type a short name (`stn_tokio::Client`).
+///
+/// ```no_run
+/// use stn_driver::{Client, Error, Runtime};
+/// use stn_driver::proto::task::{Channel, Task};
+///
+/// async fn hello<R: Runtime + Default>() -> Result<(), Box<dyn std::error::Error>> {
+///     let client = Client::<R>::builder()
+///         .endpoint("10.0.0.1")
+///         .endpoint("example.com") // resolved by the runtime when the engine asks
+///         .short_link_port(8080)
+///         .long_link_port(8081)
+///         .build()?;
+///     let mut pushes = client.pushes();
+///     let reply = client.send(Task::new(8, "/mars/hello2", "hi").channel(Channel::Short)).await?;
+///     println!("{:?}", reply.body);
+///     if let Some(push) = pushes.next().await {
+///         println!("push {}", push.cmd_id);
+///     }
+///     client.shutdown().await;
+///     assert_eq!(client.send(Task::new(8, "", "late")).await, Err(Error::Shutdown));
+///     Ok(())
+/// }
+/// ```
 pub struct Client<R> {
     shared: Arc<Shared>,
     _runtime: PhantomData<fn() -> R>,

@@ -1,27 +1,5 @@
 //! The stn client over tokio: [`Client`] is [`stn_driver::Client`] on
-//! [`TokioRuntime`].
-//!
-//! ```
-//! use stn_tokio::{Client, server::{Server, ServerConfig}};
-//! use stn_tokio::proto::task::{Channel, Task};
-//!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let server = Server::start(ServerConfig::default()).await?;
-//! let client = Client::builder()
-//!     .endpoint("127.0.0.1") // an IP, or a host name resolved with tokio's resolver
-//!     .short_link_port(server.short_addr().unwrap().port())
-//!     .long_link_port(server.long_addr().unwrap().port())
-//!     .build()?;
-//! let short = client.send(Task::new(8, "/mars/hello2", "hi").channel(Channel::Short)).await?;
-//! assert_eq!(short.body, "hi");
-//! let long = client.send(Task::new(8, "", "hello").channel(Channel::Long)).await?;
-//! assert_eq!(long.body, "hello");
-//! client.shutdown().await;
-//! # server.shutdown().await;
-//! # Ok(())
-//! # }
-//! ```
+//! [`TokioRuntime`]; see [`Client`] for an example.
 
 use std::future::Future;
 use std::io;
@@ -36,9 +14,32 @@ use tokio::net::TcpStream;
 
 pub use stn_driver::{BuildError, EndpointState, Error, Finished, Push, Pushes, Snapshot};
 
-/// The stn client on tokio. Build one with `Client::builder()` (inside a
-/// tokio runtime); see the [module docs](self) for an example and
-/// [`stn_driver::Client`] for the methods.
+/// The stn client on tokio. Build one with `Client::builder()` inside a
+/// tokio runtime; [`stn_driver::Client`] documents the methods (`send`,
+/// `send_detailed`, `pushes`, `network_changed`, `set_foreground`,
+/// `snapshot`, `shutdown`) and [`stn_driver::Builder`] the options.
+///
+/// ```
+/// use stn_tokio::{Client, server::{Server, ServerConfig}};
+/// use stn_tokio::proto::task::{Channel, Task};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let server = Server::start(ServerConfig::default()).await?;
+/// let client = Client::builder()
+///     .endpoint("127.0.0.1") // an IP, or a host name resolved with tokio's resolver
+///     .short_link_port(server.short_addr().unwrap().port())
+///     .long_link_port(server.long_addr().unwrap().port())
+///     .build()?;
+/// let short = client.send(Task::new(8, "/mars/hello2", "hi").channel(Channel::Short)).await?;
+/// assert_eq!(short.body, "hi");
+/// let long = client.send(Task::new(8, "", "hello").channel(Channel::Long)).await?;
+/// assert_eq!(long.body, "hello");
+/// client.shutdown().await;
+/// # server.shutdown().await;
+/// # Ok(())
+/// # }
+/// ```
 pub type Client = stn_driver::Client<TokioRuntime>;
 
 /// Its builder.

@@ -3,8 +3,18 @@
 //! Each test is an `async fn` generic over a [`Harness`] (how to run, spawn
 //! and sleep on one runtime, and which [`Runtime`] the client uses).
 //! [`client_suite!`] turns the list into `#[test]`s for one harness:
-//! `client_suite!(TokioHarness);` in `client_tokio.rs`; an async-std
-//! adapter adds its own harness and invokes the same macro.
+//! `client_suite!(TokioHarness);` in `client_tokio.rs`. Another adapter
+//! reuses this file as is:
+//!
+//! ```text
+//! // stn-asyncstd/tests/client_asyncstd.rs
+//! #[macro_use]
+//! #[path = "../../stn-tokio/tests/client_suite/mod.rs"]
+//! mod client_suite;
+//! struct AsyncStdHarness; // impl client_suite::Harness (run = block_on, spawn, sleep)
+//! client_suite!(AsyncStdHarness);
+//! // dev-dependencies: stn-tokio (the reference server), tokio (its runtime), socket2
+//! ```
 //!
 //! The reference server runs on its own tokio runtime thread
 //! ([`ServerHost`]), so the client side can be any runtime. Everything is on
