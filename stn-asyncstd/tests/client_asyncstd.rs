@@ -6,8 +6,8 @@
 //! `client_suite::TEST_BOUND`.
 //!
 //! ```text
-//! cargo test -p stn-asyncstd --test client_suite            # both executors
-//! cargo test -p stn-asyncstd --test client_suite smol::     # smol only
+//! cargo test -p stn-asyncstd --test client_asyncstd            # both executors
+//! cargo test -p stn-asyncstd --test client_asyncstd smol::     # smol only
 //! ```
 
 #[macro_use]
