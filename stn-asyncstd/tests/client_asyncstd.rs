@@ -117,42 +117,45 @@ mod smol {
     /// with `Error::Shutdown`.
     #[test]
     fn own_executor_then_dropped() {
-        let server = client_suite::ServerHost::start(ServerConfig {
-            delay: Duration::from_millis(300),
-            ..ServerConfig::default()
-        });
-        let ex = Arc::new(::smol::Executor::new());
-        let client = SmolClientBuilder::with_runtime(SmolRuntime::with_executor(&ex))
-            .endpoint("127.0.0.1")
-            .short_link_port(server.short().port())
-            .long_link_port(server.long().port())
-            .build()
-            .expect("client");
-        // The executor runs on its own thread until told to stop.
-        let (stop_tx, stop_rx) = ::smol::channel::bounded::<()>(1);
-        let runner = {
-            let ex = ex.clone();
-            std::thread::spawn(move || ::smol::block_on(ex.run(stop_rx.recv())))
-        };
-        ::smol::block_on(async {
-            let ok = client_suite::bounded::<SmolHarness, _>(
-                Duration::from_secs(10),
-                client.send(Task::new(8, "", "on my executor").channel(Channel::Long)),
-            )
-            .await
-            .expect("in time")
-            .expect("long ok");
+        client_suite::run::<SmolHarness>(async {
+            let healthy = client_suite::ServerHost::healthy();
+            let stalled = client_suite::ServerHost::start(ServerConfig {
+                long_addr: None,
+                delay: Duration::from_secs(10),
+                ..ServerConfig::default()
+            });
+            let ex = Arc::new(::smol::Executor::new());
+            let client = SmolClientBuilder::with_runtime(SmolRuntime::with_executor(&ex))
+                .endpoint("127.0.0.1")
+                .short_link_port(stalled.short().port())
+                .long_link_port(healthy.long().port())
+                .build()
+                .expect("client");
+            // The executor runs on its own thread until told to stop.
+            let (stop_tx, stop_rx) = ::smol::channel::bounded::<()>(1);
+            let runner = {
+                let ex = ex.clone();
+                std::thread::spawn(move || ::smol::block_on(ex.run(stop_rx.recv())))
+            };
+
+            let ok = client
+                .send(Task::new(8, "", "on my executor").channel(Channel::Long))
+                .await
+                .expect("long ok");
             assert_eq!(ok.body, "on my executor");
 
             let c = client.clone();
             let pending = ::smol::spawn(async move {
-                // The server delays 300 ms; the executor is gone before then.
+                // The server delays 10 s; the executor is gone before then.
                 c.send(Task::new(8, "/mars/hello2", "orphaned").channel(Channel::Short))
                     .await
             });
-            ::smol::Timer::after(Duration::from_millis(100)).await;
+            ::smol::Timer::after(Duration::from_millis(200)).await;
             stop_tx.send(()).await.expect("runner alive");
-            runner.join().expect("runner thread").expect("stopped");
+            ::smol::unblock(move || runner.join())
+                .await
+                .expect("runner thread")
+                .expect("stopped");
             drop(ex); // the last owner: drops the driver and connection tasks
             let result = client_suite::bounded::<SmolHarness, _>(Duration::from_secs(5), pending)
                 .await
