@@ -18,25 +18,81 @@
 //! - [`codec`]: the long-link frame codec and the short-link HTTP codec;
 //! - [`task`] and [`error`]: what a task is and how it can end.
 //!
+//! - [`engine`]: the top-level machine an app or adapter drives ([`Engine`]):
+//!   task queue, retries, channel choice, candidates, anti-avalanche
+//!   ([`limit`]), network changes, reports; it composes
+//!   [`short_link`] (one HTTP exchange) and [`long_link`] (the persistent
+//!   link with [`heartbeat`] and the reconnect [`monitor`]).
+//!
 //! **The drain rule: after every command, input or timeout given to a
-//! machine, drain its `poll_action` until `None`, then read `poll_timeout`.**
+//! machine, drain its `poll_action` until `None`, then read `poll_timeout`**
+//! (and call `handle_timeout` no later than that). For the [`Engine`]:
+//!
+//! ```
+//! use bytes::Bytes;
+//! use stn_proto::engine::{Action, Config, Engine, Input};
+//! use stn_proto::io::ConnEvent;
+//! use stn_proto::task::{Channel, Task};
+//! use stn_proto::time::Instant;
+//! use stn_proto::Profile;
+//!
+//! let config = Config::for_profile(Profile::Stn).short_link_ips(["192.0.2.1".parse().unwrap()], 80);
+//! let mut now = Instant::from_secs(1);
+//! let mut engine = Engine::new(now, config);
+//! let id = engine.submit(now, Task::new(0, "/hello", "hi").channel(Channel::Short)).unwrap();
+//!
+//! // A fake server: connect at once, answer the POST with a 200.
+//! let mut done = None;
+//! let mut inputs = Vec::new();
+//! loop {
+//!     // 1. Drain every action.
+//!     while let Some(action) = engine.poll_action() {
+//!         match action {
+//!             Action::Connect { conn, .. } => inputs.push(Input::Conn { conn, event: ConnEvent::Connected }),
+//!             Action::Send { conn, .. } => {
+//!                 let reply = Bytes::from_static(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
+//!                 inputs.push(Input::Conn { conn, event: ConnEvent::Received(reply) });
+//!             }
+//!             Action::TaskFinished { id: finished, outcome, .. } => done = Some((finished, outcome)),
+//!             _ => {}
+//!         }
+//!     }
+//!     if done.is_some() { break; }
+//!     // 2. Feed back what the sockets did, or sleep until poll_timeout.
+//!     if inputs.is_empty() {
+//!         now = engine.poll_timeout().unwrap();
+//!         engine.handle_timeout(now);
+//!     } else {
+//!         for input in inputs.drain(..) {
+//!             engine.handle_input(now, input);
+//!         }
+//!     }
+//! }
+//! let (finished, outcome) = done.unwrap();
+//! assert_eq!(finished, id);
+//! assert_eq!(outcome.unwrap().body, &b"ok"[..]);
+//! ```
 #![forbid(unsafe_code)]
 
 pub mod ban;
 pub mod codec;
+pub mod engine;
 pub mod error;
 #[cfg(feature = "fuzzing")]
 pub mod fuzzing;
 pub mod heartbeat;
 pub mod io;
 pub mod limit;
+pub mod long_link;
 pub mod monitor;
 pub mod net;
 pub mod profile;
 pub mod race;
 pub mod rng;
+pub mod short_link;
 pub mod task;
 pub mod time;
 pub mod timeout;
 
+pub use engine::{Action, Config, Engine, Input, Report, SubmitError};
 pub use profile::Profile;

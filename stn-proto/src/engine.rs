@@ -1,0 +1,1238 @@
+//! The engine: stn's top-level sans-IO machine.
+//!
+//! An [`Engine`] takes tasks ([`Engine::submit`]), decides how to carry them —
+//! a short-link HTTP exchange ([`crate::short_link`]) or a frame on the long
+//! link ([`crate::long_link`]) — and tells its driver what to do through
+//! [`Action`]s: open, write and close connections, resolve host names, report
+//! each attempt, finish each task. The driver feeds back what the sockets and
+//! the resolver did ([`Engine::handle_input`]) and wakes the engine at
+//! [`Engine::poll_timeout`] ([`Engine::handle_timeout`]).
+//!
+//! **The drain rule: after every call — a command (`submit`, `cancel`,
+//! `network_*`, `set_*`, `identify_answer`, `shutdown`), an input
+//! (`handle_input`) or a timeout (`handle_timeout`) — drain
+//! [`Engine::poll_action`] until it returns `None`, then read
+//! [`Engine::poll_timeout`] and call `handle_timeout` no later than that.**
+//!
+//! What it does (reference/mars-stn.md; the section numbers are there):
+//!
+//! - **Queue** (§2.1): tasks wait in priority order (0 first), FIFO within a
+//!   priority. Many short-link attempts run in parallel (one connection each);
+//!   many tasks are pipelined on the long link at once.
+//! - **Channel** (§1): `Short`, `Long`, or `Both` — the long link when it is
+//!   connected, else the short link ([`ChannelChoice`]).
+//! - **Deadlines and retries** (§2.2–2.4): each task has a deadline
+//!   ([`crate::timeout::task_timeout`], measured from submission); a failed
+//!   attempt is retried while retries remain, after
+//!   [`Config::retry_interval`]; the deadline ends the task with
+//!   [`TimeoutKind::Task`], never retried. Per-attempt timeouts come from
+//!   [`AdaptiveTimeouts`].
+//! - **Candidates** (§4.1): the debug address, else resolved hosts
+//!   ([`Action::Resolve`] answered by [`Input::Resolved`]) and fixed IPs
+//!   ordered by the [`EndpointHistory`] (bans applied), then backup IPs.
+//!   Every connect outcome is recorded into the history.
+//! - **Anti-avalanche** (§7): every attempt passes the frequency and flow
+//!   limits; a rejection ends the task with [`Error::Rejected`].
+//! - **Network changes** (§8): bans and dynamic timeouts reset, the long link
+//!   reconnects at once, running attempts are redone, parked tasks (Mars's
+//!   zombies, [`ZombiePolicy`]) replayed.
+//! - **Every task ends exactly once** with [`Action::TaskFinished`]: on
+//!   success, failure, cancel, deadline or [`Engine::shutdown`].
+//!
+//! # Profiles
+//!
+//! [`Config::for_profile`] gives `Mars2017` (the constants of the 2017
+//! benchmark: 4 s racing stagger, v1.3 ban and reconnect tables), `Mars`
+//! (today's Mars) and `Stn` (the default). The engine-level differences of
+//! `Stn` from Mars, each documented on [`Config::for_profile`] with its
+//! reason: faster retries (0 s after a timeout, 250 ms otherwise, Mars 1 s);
+//! a network change does not use up a retry; `Both` tasks pick their link at
+//! every attempt; without network tasks wait instead of failing or burning
+//! attempts; failed tasks are parked until their deadline and replayed on any
+//! sign of connectivity (or after 3 s idle); resolve answers reused for 30 s (until an attempt fails to connect);
+//! lost SYNs abandoned and replaced for the whole race
+//! ([`STN_MAX_ABANDONS`]); an RTT hint that backs off after failed races; at
+//! most 64 short-link attempts in flight; [`Engine::identify_verdict`]
+//! rejecting a connection drops it. The building blocks add their own
+//! (adaptive racing stagger, adaptive timeouts, gentler bans, reconnect
+//! back-off, RTT-scaled heartbeat timeout); see their modules.
+//! `stn-proto/tests/profiles.rs` compares the profiles on a lossy and an
+//! outage model.
+//!
+//! Time never goes back: `now` is clamped to the latest value seen
+//! ([`MonotonicClock`]). Every random choice comes from [`Config::seed`]. No
+//! input makes it panic, and memory is bounded: [`Config::max_queued_tasks`]
+//! tasks at most (more → [`SubmitError::QueueFull`]), the codecs' caps on
+//! buffered bytes, a bounded resolver table.
+//!
+//! # Example: the drain rule against a fake server
+//!
+//! ```
+//! use std::collections::{BTreeMap, VecDeque};
+//!
+//! use bytes::Bytes;
+//! use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
+//! use stn_proto::engine::{Action, Config, Engine, Input};
+//! use stn_proto::io::{ConnEvent, ConnId};
+//! use stn_proto::long_link::IdentifyDecision;
+//! use stn_proto::task::{Channel, Task};
+//! use stn_proto::time::Instant;
+//! use stn_proto::Profile;
+//!
+//! /// An in-memory server: every connect succeeds; an HTTP POST gets a 200;
+//! /// every long-link frame (heartbeat noops included) is answered in kind.
+//! #[derive(Default)]
+//! struct FakeServer {
+//!     long_conns: BTreeMap<ConnId, FrameDecoder>,
+//! }
+//!
+//! impl FakeServer {
+//!     fn serve(&mut self, action: Action, replies: &mut VecDeque<Input>) {
+//!         match action {
+//!             Action::Connect { conn, addr } => {
+//!                 if addr.port() == 8081 {
+//!                     self.long_conns.insert(conn, FrameDecoder::new(CodecConfig::default()));
+//!                 }
+//!                 replies.push_back(Input::Conn { conn, event: ConnEvent::Connected });
+//!             }
+//!             Action::Send { conn, data } => {
+//!                 let reply = match self.long_conns.get_mut(&conn) {
+//!                     Some(decoder) => {
+//!                         let mut buf = &data[..];
+//!                         let mut out = Vec::new();
+//!                         while let Ok(Some(frame)) = decoder.decode(&mut buf) {
+//!                             let answer = Frame::new(frame.cmd_id, frame.seq, "pong");
+//!                             out.extend_from_slice(&encode_to_bytes(&answer, 0).unwrap());
+//!                         }
+//!                         Bytes::from(out)
+//!                     }
+//!                     None => Bytes::from_static(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
+//!                 };
+//!                 replies.push_back(Input::Conn { conn, event: ConnEvent::Received(reply) });
+//!             }
+//!             _ => {}
+//!         }
+//!     }
+//! }
+//!
+//! let ip = "192.0.2.7".parse().unwrap();
+//! let config = Config::for_profile(Profile::Stn)
+//!     .short_link_ips([ip], 8080)
+//!     .long_link_ips([ip], 8081);
+//! let mut now = Instant::from_secs(1);
+//! let mut engine = Engine::new(now, config);
+//! let mut server = FakeServer::default();
+//! let mut replies = VecDeque::new();
+//! let mut finished = BTreeMap::new();
+//!
+//! let short = engine.submit(now, Task::new(0, "/hello", "hi").channel(Channel::Short)).unwrap();
+//! let long = engine.submit(now, Task::new(7, "", "hi").channel(Channel::Long)).unwrap();
+//!
+//! while finished.len() < 2 {
+//!     // The drain rule: after every call, drain the actions...
+//!     let mut ask_identify = false;
+//!     while let Some(action) = engine.poll_action() {
+//!         match action {
+//!             Action::TaskFinished { id, outcome, .. } => {
+//!                 finished.insert(id, outcome);
+//!             }
+//!             Action::AskIdentify => ask_identify = true,
+//!             other => server.serve(other, &mut replies),
+//!         }
+//!     }
+//!     // ...then make the next call: an answer to the engine's question, what
+//!     // the "sockets" did, or — nothing else to do — sleep until poll_timeout.
+//!     if ask_identify {
+//!         engine.identify_answer(now, IdentifyDecision::Never);
+//!     } else if let Some(reply) = replies.pop_front() {
+//!         engine.handle_input(now, reply);
+//!     } else {
+//!         now = engine.poll_timeout().expect("tasks are pending, so a timer is armed");
+//!         engine.handle_timeout(now);
+//!     }
+//! }
+//! assert_eq!(finished[&short].as_ref().unwrap().body, &b"hello"[..]);
+//! assert_eq!(finished[&long].as_ref().unwrap().body, &b"pong"[..]);
+//! assert!(engine.poll_timeout().map_or(true, |t| t >= now));
+//! ```
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use bytes::Bytes;
+
+use crate::ban::EndpointHistory;
+use crate::error::{Error, LimitKind as ErrorLimit, LocalError, Response, TimeoutKind};
+use crate::io::{ConnEvent, ConnId, ConnIds, IoAction};
+use crate::limit::{payload_digest, AntiAvalanche, CheckInput, LimitKind};
+use crate::long_link::{
+    DisconnectReason, ExchangeTimeouts as LongTimeouts, IdentifyDecision, LongLink, LongLinkEvent,
+    SendError,
+};
+use crate::monitor::Activity;
+use crate::net::{IpAddr, NetworkKind, SocketAddr};
+use crate::rng::Rng;
+use crate::short_link::{
+    ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts, ShortLinkExchange,
+};
+use crate::task::{Channel, Task, TaskId};
+use crate::time::{Duration, Instant, MonotonicClock};
+use crate::timeout::{
+    task_timeout, AdaptiveTimeouts, AttemptInput, AttemptSample, RttConfig, RttEstimator,
+    TaskTimeoutInput, TimeoutKind as AttemptTimeoutKind,
+};
+
+mod candidates;
+mod config;
+mod long;
+mod short;
+mod types;
+
+#[cfg(test)]
+mod tests;
+
+pub use config::{
+    ChannelChoice, Config, LongLinkEndpoints, NoNetworkPolicy, ShortLinkEndpoints, ZombiePolicy,
+    STN_MAX_ABANDONS,
+};
+pub use types::{Action, Input, LinkStatus, Report, SubmitError};
+
+/// Most host names whose resolve answers are remembered.
+const MAX_DNS_ENTRIES: usize = 64;
+
+/// Where a task stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// In the queue, waiting for its turn (or its retry time, the network,
+    /// authentication, the long link, a resolve answer).
+    Queued,
+    /// An attempt is running on the short link.
+    Short,
+    /// An attempt is running on the long link.
+    Long,
+    /// Failed and parked until a sign of connectivity (Mars zombie).
+    Zombie,
+}
+
+#[derive(Clone, Debug)]
+struct Entry {
+    task: Task,
+    /// The channel after the task's own rules ([`Task::effective_channel`]).
+    channel: Channel,
+    /// Mars's channel choice made at submit ([`ChannelChoice::AtSubmit`]).
+    frozen: Option<Channel>,
+    /// Queue order key: (priority, submission counter).
+    order: (u8, u64),
+    deadline: Instant,
+    /// End of the zombie budget, if the task may be parked.
+    budget_end: Option<Instant>,
+    retries_left: u8,
+    attempts: u32,
+    not_before: Instant,
+    state: State,
+    /// Start of the running attempt.
+    attempt_started: Instant,
+    /// When it was parked.
+    parked_at: Instant,
+    last_error: Option<Error>,
+}
+
+#[derive(Clone, Debug, Default)]
+struct HostDns {
+    addrs: Vec<IpAddr>,
+    answered_at: Option<Instant>,
+    pending_until: Option<Instant>,
+}
+
+/// Who owns a live connection.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Owner {
+    Short(TaskId),
+    Long,
+}
+
+/// The top-level sans-IO machine. See the [module docs](self) for what it
+/// does and the drain rule.
+#[derive(Debug)]
+pub struct Engine {
+    config: Config,
+    clock: MonotonicClock,
+    rng: Rng,
+    ids: ConnIds,
+    next_id: TaskId,
+    counter: u64,
+    tasks: BTreeMap<TaskId, Entry>,
+    queue: BTreeSet<((u8, u64), TaskId)>,
+    short: BTreeMap<TaskId, ShortLinkExchange>,
+    conns: BTreeMap<ConnId, Owner>,
+    history: EndpointHistory,
+    timeouts: AdaptiveTimeouts,
+    /// TCP connect times only (the racing stagger's RTT hint; the timeout
+    /// machine's RTT also learns server latency).
+    connect_rtt: RttEstimator,
+    /// Multiplier of the RTT hint: doubled after a failed race (up to 8),
+    /// back to 1 on a successful connect.
+    rtt_hint_scale: u32,
+    limits: AntiAvalanche,
+    activity: Activity,
+    dns: BTreeMap<String, HostDns>,
+    long: Option<LongLink>,
+    /// The long link's endpoint since its last connect (kept after a
+    /// disconnect: the failures of its tasks are reported after it).
+    long_endpoint: Option<SocketAddr>,
+    /// The long link asked for a connect that waits for resolve answers.
+    long_wants_connect: bool,
+    network: NetworkKind,
+    /// The last network that was not `None`.
+    last_network: NetworkKind,
+    authed: bool,
+    last_task_start: Instant,
+    shut_down: bool,
+    actions: VecDeque<Action>,
+}
+
+impl Engine {
+    /// A fresh engine at `now`. The long link (if configured) starts
+    /// connecting on the first [`handle_timeout`](Self::handle_timeout).
+    pub fn new(now: Instant, config: Config) -> Self {
+        let mut clock = MonotonicClock::new();
+        let now = clock.observe(now);
+        let long = config.long_link.as_ref().map(|_| {
+            let mut cfg = config.long.clone();
+            cfg.foreground = config.foreground;
+            cfg.monitor.seed = Rng::derive(config.seed, 2).next_u64();
+            LongLink::new(now, cfg)
+        });
+        let network = config.network;
+        let timeouts_net = if network == NetworkKind::None {
+            NetworkKind::Wifi
+        } else {
+            network
+        };
+        Engine {
+            rng: Rng::derive(config.seed, 1),
+            ids: ConnIds::new(),
+            next_id: TaskId::FIRST,
+            counter: 0,
+            tasks: BTreeMap::new(),
+            queue: BTreeSet::new(),
+            short: BTreeMap::new(),
+            conns: BTreeMap::new(),
+            history: EndpointHistory::new(config.ban.clone()),
+            timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
+            connect_rtt: RttEstimator::new(RttConfig::STN),
+            rtt_hint_scale: 1,
+            limits: AntiAvalanche::new(now, config.limits.clone(), config.foreground),
+            activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
+            dns: BTreeMap::new(),
+            long,
+            long_endpoint: None,
+            long_wants_connect: false,
+            network,
+            last_network: timeouts_net,
+            authed: false,
+            last_task_start: now,
+            shut_down: false,
+            actions: VecDeque::new(),
+            clock,
+            config,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Tasks held (queued, running or parked).
+    pub fn task_count(&self) -> usize {
+        self.tasks.len()
+    }
+
+    /// Whether the task is still held (it has not finished).
+    pub fn has_task(&self, id: TaskId) -> bool {
+        self.tasks.contains_key(&id)
+    }
+
+    /// Short-link attempts running.
+    pub fn short_in_flight(&self) -> usize {
+        self.short.len()
+    }
+
+    /// Tasks awaiting a response on the long link.
+    pub fn long_in_flight(&self) -> usize {
+        self.long.as_ref().map_or(0, LongLink::in_flight)
+    }
+
+    /// Whether the long link is connected.
+    pub fn long_link_connected(&self) -> bool {
+        self.long.as_ref().is_some_and(LongLink::is_connected)
+    }
+
+    /// Connections the engine considers open (asked for, not yet closed).
+    pub fn open_connections(&self) -> usize {
+        self.conns.len()
+    }
+
+    /// The network the engine believes it is on.
+    pub fn network(&self) -> NetworkKind {
+        self.network
+    }
+
+    /// The endpoint history (bans and ordering).
+    pub fn endpoint_history(&self) -> &EndpointHistory {
+        &self.history
+    }
+
+    /// The endpoint history, to import saved history
+    /// ([`EndpointHistory::import`]) or switch its network label.
+    pub fn endpoint_history_mut(&mut self) -> &mut EndpointHistory {
+        &mut self.history
+    }
+
+    /// Submits a task. It gets an id and ends exactly once with
+    /// [`Action::TaskFinished`].
+    ///
+    /// # Errors
+    ///
+    /// [`SubmitError`] if the task is invalid, needs a long link that is not
+    /// configured, the queue is full, or the engine is shut down. A refused
+    /// task gets no id and no `TaskFinished`.
+    pub fn submit(&mut self, now: Instant, task: Task) -> Result<TaskId, SubmitError> {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return Err(SubmitError::ShutDown);
+        }
+        task.validate()?;
+        let mut channel = task.effective_channel()?;
+        if self.long.is_none() {
+            channel = match channel {
+                Channel::Long => return Err(SubmitError::NoLongLink),
+                Channel::Both => Channel::Short,
+                Channel::Short => Channel::Short,
+            };
+        }
+        if self.tasks.len() >= self.config.max_queued_tasks {
+            return Err(SubmitError::QueueFull);
+        }
+        let id = self.allocate_id();
+        let timeout = task_timeout(
+            &self.config.timeouts,
+            &TaskTimeoutInput {
+                server_cost: task.server_process_cost,
+                retry_count: u32::from(task.retries()),
+                total_timeout: task.total_timeout,
+                long_polling: task.long_polling,
+            },
+        );
+        let deadline = now + timeout;
+        let total_end = task.total_timeout.filter(|t| !t.is_zero()).map(|t| now + t);
+        let budget_end = match self.config.zombies {
+            ZombiePolicy::Off => None,
+            ZombiePolicy::TotalTimeoutOnly => total_end,
+            ZombiePolicy::UntilDeadline => total_end.or(Some(deadline)),
+        }
+        .filter(|_| !task.network_status_sensitive);
+        let frozen = match self.config.channel_choice {
+            ChannelChoice::AtSubmit => Some(channel.pick(self.long_link_connected())),
+            ChannelChoice::PerAttempt => None,
+        };
+        self.counter += 1;
+        let order = (task.priority, self.counter);
+        let sensitive_fail = task.network_status_sensitive
+            && self.config.no_network == NoNetworkPolicy::FailSensitive
+            && self.network == NetworkKind::None
+            && !self.long_link_connected();
+        let entry = Entry {
+            retries_left: task.retries(),
+            task,
+            channel,
+            frozen,
+            order,
+            deadline,
+            budget_end,
+            attempts: 0,
+            not_before: now,
+            state: State::Queued,
+            attempt_started: now,
+            parked_at: now,
+            last_error: None,
+        };
+        self.tasks.insert(id, entry);
+        if sensitive_fail {
+            // Mars `kEctLocalNoNet`: refused at start, never parked.
+            self.finish(id, Err(LocalError::NoNetwork.into()));
+        } else {
+            self.queue.insert((order, id));
+            // Mars `StartTask`: a task that may use the long link, submitted
+            // in the foreground while the link is down, asks the monitor for
+            // it (`MakeSureConnected`), even if it then goes short.
+            if channel.allows_long() && self.activity.is_foreground() {
+                if let Some(long) = self.long.as_mut().filter(|l| !l.is_connected()) {
+                    long.task_needs_link(now);
+                }
+            }
+        }
+        self.run(now);
+        Ok(id)
+    }
+
+    /// Cancels a task: it ends with [`Error::Cancelled`] (exactly once; an
+    /// unknown or finished id is ignored). Its connections are closed.
+    pub fn cancel(&mut self, now: Instant, id: TaskId) {
+        let now = self.clock.observe(now);
+        if self.tasks.contains_key(&id) {
+            self.stop_with_report(now, id, Error::Cancelled);
+            self.finish(id, Err(Error::Cancelled));
+        }
+        self.run(now);
+    }
+
+    /// The network changed (Mars `OnNetworkChange`, §8): bans and dynamic
+    /// timeouts reset, the long link reconnects at once, running attempts are
+    /// redone and parked tasks replayed. `NetworkKind::None` is a loss.
+    pub fn network_changed(&mut self, now: Instant, kind: NetworkKind) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        self.network = kind;
+        if kind != NetworkKind::None {
+            self.last_network = kind;
+        }
+        self.history.reset(now);
+        self.timeouts.reset(self.last_network);
+        self.connect_rtt.reset();
+        self.rtt_hint_scale = 1;
+        self.dns.clear();
+        self.long_wants_connect = false;
+        // Redo running attempts.
+        let running: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| e.state == State::Short)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in running {
+            self.stop_attempt(now, id);
+            self.attempt_failed(
+                now,
+                id,
+                LocalError::Interrupted.into(),
+                Channel::Short,
+                None,
+            );
+        }
+        if let Some(long) = self.long.as_mut() {
+            long.on_network_change(now);
+        }
+        self.pump_long(now);
+        if kind != NetworkKind::None {
+            self.replay_zombies(now);
+        }
+        self.run(now);
+    }
+
+    /// The network went away. Mars treats this as a network change; stn keeps
+    /// running attempts (a short outage may not break them) and holds new
+    /// ones until the network is back ([`NoNetworkPolicy::WaitAll`]).
+    pub fn network_lost(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if self.config.no_network == NoNetworkPolicy::WaitAll {
+            self.network = NetworkKind::None;
+            self.run(now);
+        } else {
+            self.network_changed(now, NetworkKind::None);
+        }
+    }
+
+    /// The network is available. If it is a different network than before
+    /// (or under the Mars profiles) this is a [network change](Self::network_changed);
+    /// otherwise (stn, the same network back after a loss) waiting tasks
+    /// and parked ones go at once and the long link reconnects now.
+    pub fn network_available(&mut self, now: Instant, kind: NetworkKind) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        let same = kind == self.last_network && kind != NetworkKind::None;
+        if self.config.no_network != NoNetworkPolicy::WaitAll || !same {
+            self.network_changed(now, kind);
+            return;
+        }
+        let was_down = self.network == NetworkKind::None;
+        self.network = kind;
+        if was_down {
+            for entry in self.tasks.values_mut() {
+                if entry.state == State::Queued {
+                    entry.not_before = entry.not_before.min(now);
+                }
+            }
+            if let Some(long) = self.long.as_mut() {
+                if !long.is_connected() {
+                    long.on_network_change(now);
+                }
+            }
+            self.pump_long(now);
+            self.replay_zombies(now);
+        }
+        self.run(now);
+    }
+
+    /// The app went to the foreground or the background (reconnect schedule,
+    /// flow-limit drain rate).
+    pub fn set_foreground(&mut self, now: Instant, foreground: bool) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        self.activity.set_foreground(now, foreground);
+        self.limits.set_active(now, self.activity.is_active(now));
+        if let Some(long) = self.long.as_mut() {
+            long.set_foreground(now, foreground);
+        }
+        self.pump_long(now);
+        self.run(now);
+    }
+
+    /// Whether the app's session is authenticated (Mars `MakesureAuthed`):
+    /// tasks with `need_authed` wait until it is.
+    pub fn set_authed(&mut self, now: Instant, authed: bool) {
+        let now = self.clock.observe(now);
+        self.authed = authed;
+        self.run(now);
+    }
+
+    /// The app's answer to [`Action::AskIdentify`].
+    pub fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
+        let now = self.clock.observe(now);
+        if let Some(long) = self.long.as_mut() {
+            long.identify_answer(now, decision);
+        }
+        self.pump_long(now);
+        self.run(now);
+    }
+
+    /// The app's verdict on an [`Action::IdentifyResponse`] (Mars
+    /// `OnLonglinkIdentifyResponse`). A rejection takes the long link down
+    /// (its monitor reconnects, and identify is asked again on the new
+    /// connection); Mars keeps the connection and asks again at the next
+    /// noop slot, 3.5 min later, while tasks keep flowing on a connection the
+    /// server did not accept.
+    pub fn identify_verdict(&mut self, now: Instant, accepted: bool) {
+        let now = self.clock.observe(now);
+        if self.shut_down || accepted {
+            return;
+        }
+        if let Some(long) = self.long.as_mut() {
+            if long.is_connected() {
+                long.disconnect(now, DisconnectReason::Reset);
+            }
+        }
+        self.pump_long(now);
+        self.run(now);
+    }
+
+    /// Feeds a connection event or a resolve answer.
+    pub fn handle_input(&mut self, now: Instant, input: Input) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        match input {
+            Input::Conn { conn, event } => self.conn_event(now, conn, event),
+            Input::Resolved { host, addrs } => self.resolved(now, host, addrs),
+            Input::ResolveFailed { host } => self.resolved(now, host, Vec::new()),
+        }
+        self.run(now);
+    }
+
+    /// Processes every timer due at `now`. Idempotent; safe to call early.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        self.run(now);
+    }
+
+    /// Ends every task with [`Error::Shutdown`], closes every connection and
+    /// stops the long link for good. Later submits are refused.
+    pub fn shutdown(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        self.shut_down = true;
+        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        for id in &ids {
+            self.stop_with_report(now, *id, Error::Shutdown);
+        }
+        if let Some(long) = self.long.as_mut() {
+            long.disconnect(now, DisconnectReason::Shutdown);
+        }
+        self.pump_long(now);
+        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        for id in ids {
+            self.finish(id, Err(Error::Shutdown));
+        }
+        let open: Vec<ConnId> = self.conns.keys().copied().collect();
+        for conn in open {
+            self.conns.remove(&conn);
+            self.actions.push_back(Action::Close { conn });
+        }
+    }
+
+    /// The next action, if any. Drain until `None` after every call.
+    pub fn poll_action(&mut self) -> Option<Action> {
+        self.actions.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next. After a
+    /// drain it is never earlier than the latest `now` given.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.shut_down {
+            return None;
+        }
+        let now = self.clock.latest();
+        let mut t = Instant::MAX;
+        for h in self.dns.values() {
+            if let Some(p) = h.pending_until {
+                t = t.min(p);
+            }
+        }
+        for e in self.tasks.values() {
+            match e.state {
+                State::Zombie => {
+                    if let Some(b) = e.budget_end {
+                        t = t.min(b);
+                    }
+                    t = t.min(self.zombie_restart_at(e));
+                }
+                State::Queued => {
+                    t = t.min(e.deadline);
+                    if e.not_before > now {
+                        t = t.min(e.not_before);
+                    }
+                }
+                State::Short | State::Long => t = t.min(e.deadline),
+            }
+        }
+        for ex in self.short.values() {
+            if let Some(x) = ex.poll_timeout() {
+                t = t.min(x);
+            }
+        }
+        if let Some(x) = self.long.as_ref().and_then(LongLink::poll_timeout) {
+            t = t.min(x);
+        }
+        (t != Instant::MAX).then_some(t.max(now))
+    }
+
+    // ---- bookkeeping ----
+
+    fn allocate_id(&mut self) -> TaskId {
+        let mut id = self.next_id;
+        while self.tasks.contains_key(&id) || id.is_reserved() {
+            id = id.next();
+        }
+        self.next_id = id.next();
+        id
+    }
+
+    /// Ends a task: the one place a `TaskFinished` is emitted.
+    fn finish(&mut self, id: TaskId, outcome: Result<Response, Error>) {
+        let Some(entry) = self.tasks.remove(&id) else {
+            return;
+        };
+        self.queue.remove(&(entry.order, id));
+        self.actions.push_back(Action::TaskFinished {
+            id,
+            outcome,
+            attempts: entry.attempts,
+            user_tag: entry.task.user_tag,
+        });
+    }
+
+    fn emit_link(&mut self, status: LinkStatus) {
+        self.actions.push_back(Action::LongLink(status));
+    }
+
+    /// Forwards a sub-machine's socket operation, keeping the table of live
+    /// connections: nothing is ever said about a connection already closed.
+    fn emit_io(&mut self, owner: Owner, io: IoAction) {
+        match io {
+            IoAction::Connect { conn, addr } => {
+                if self.shut_down {
+                    return;
+                }
+                self.conns.insert(conn, owner);
+                self.actions.push_back(Action::Connect { conn, addr });
+            }
+            IoAction::Send { conn, data } => {
+                if self.conns.get(&conn) == Some(&owner) {
+                    self.actions.push_back(Action::Send { conn, data });
+                }
+            }
+            IoAction::Close { conn } => {
+                if self.conns.get(&conn) == Some(&owner) {
+                    self.conns.remove(&conn);
+                    self.actions.push_back(Action::Close { conn });
+                }
+            }
+        }
+    }
+
+    /// Stops the running attempt of `id` (if any) and reports it as ended by `error`.
+    fn stop_with_report(&mut self, now: Instant, id: TaskId, error: Error) {
+        let running = self.tasks.get(&id).and_then(|e| match e.state {
+            State::Short => Some(Channel::Short),
+            State::Long => Some(Channel::Long),
+            State::Queued | State::Zombie => None,
+        });
+        self.stop_attempt(now, id);
+        if let (Some(channel), Some(e)) = (running, self.tasks.get(&id)) {
+            let r = self.bare_report(id, e, channel, now, error);
+            self.actions.push_back(Action::Report(r));
+        }
+    }
+
+    /// Stops whatever attempt `id` has running, without deciding its fate.
+    fn stop_attempt(&mut self, now: Instant, id: TaskId) {
+        let Some(state) = self.tasks.get(&id).map(|e| e.state) else {
+            return;
+        };
+        match state {
+            State::Short => {
+                if let Some(mut ex) = self.short.remove(&id) {
+                    ex.cancel(now);
+                    while let Some(a) = ex.poll_action() {
+                        if let ExchangeAction::Io(io) = a {
+                            self.emit_io(Owner::Short(id), io);
+                        }
+                    }
+                }
+                // Safety net: nothing of this attempt stays open.
+                let left: Vec<ConnId> = self
+                    .conns
+                    .iter()
+                    .filter(|(_, o)| **o == Owner::Short(id))
+                    .map(|(c, _)| *c)
+                    .collect();
+                for conn in left {
+                    self.emit_io(Owner::Short(id), IoAction::Close { conn });
+                }
+            }
+            State::Long => {
+                if let Some(long) = self.long.as_mut() {
+                    long.cancel_task(now, id);
+                }
+            }
+            State::Queued | State::Zombie => {}
+        }
+        if let Some(e) = self.tasks.get_mut(&id) {
+            e.state = State::Queued;
+        }
+        self.queue.retain(|(_, t)| *t != id);
+    }
+
+    /// An attempt failed: retry if the error and the budget allow, else end.
+    fn attempt_failed(
+        &mut self,
+        now: Instant,
+        id: TaskId,
+        error: Error,
+        channel: Channel,
+        report: Option<Report>,
+    ) {
+        let Some(entry) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        entry.state = State::Queued;
+        if let Some(r) = report {
+            self.actions.push_back(Action::Report(r));
+        } else if entry.attempts > 0 {
+            self.actions.push_back(Action::Report(Report {
+                task: id,
+                attempt: entry.attempts,
+                channel,
+                started: entry.attempt_started,
+                ended: now,
+                endpoint: None,
+                connect_time: None,
+                first_packet_after: None,
+                connect_attempts: 0,
+                bytes_sent: 0,
+                bytes_received: 0,
+                error: Some(error.clone()),
+            }));
+        }
+        let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
+        let free = interrupted && self.config.free_retry_on_network_change;
+        entry.last_error = Some(error.clone());
+        if shutting(&error) || self.shut_down {
+            self.finish(id, Err(error));
+            return;
+        }
+        if !error.is_retryable() || (entry.retries_left == 0 && !free) {
+            self.end_failed(now, id, error);
+            return;
+        }
+        if !free {
+            entry.retries_left -= 1;
+        }
+        let delay = match (channel, &error) {
+            // Mars's long link retries at once, except a task that already
+            // used a retry (1 s after the batch error).
+            (Channel::Long, _) if entry.attempts <= 1 || interrupted => Duration::ZERO,
+            (_, Error::Local(LocalError::Interrupted)) if free => Duration::ZERO,
+            (_, Error::Timeout(_)) => self.config.retry_interval_after_timeout,
+            _ => self.config.retry_interval,
+        };
+        entry.not_before = now + delay;
+        self.queue.insert((entry.order, id));
+    }
+
+    /// The task failed for good: park it (zombie) if it may, else finish it.
+    fn end_failed(&mut self, now: Instant, id: TaskId, error: Error) {
+        let Some(entry) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        let parkable = !matches!(
+            error,
+            Error::Cancelled | Error::Shutdown | Error::Rejected(_) | Error::Decode
+        ) && !matches!(error, Error::Local(LocalError::InvalidTask(_)));
+        self.queue.remove(&(entry.order, id));
+        if parkable && entry.budget_end.is_some_and(|b| b > now) {
+            entry.state = State::Zombie;
+            entry.parked_at = now;
+            entry.last_error = Some(error);
+            return;
+        }
+        self.finish(id, Err(error));
+    }
+
+    fn zombie_restart_at(&self, e: &Entry) -> Instant {
+        e.parked_at.max(self.last_task_start) + self.config.zombie_idle_restart
+    }
+
+    /// Replays every parked task now (Mars: one more attempt, no retries, a
+    /// fresh task timeout within the remaining budget).
+    fn replay_zombies(&mut self, now: Instant) {
+        let ids: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| e.state == State::Zombie)
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.replay(now, id);
+        }
+    }
+
+    fn replay(&mut self, now: Instant, id: TaskId) {
+        let cfg = self.config.timeouts;
+        let Some(e) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        let fresh = task_timeout(
+            &cfg,
+            &TaskTimeoutInput {
+                server_cost: e.task.server_process_cost,
+                retry_count: 0,
+                total_timeout: None,
+                long_polling: e.task.long_polling,
+            },
+        );
+        let budget = e.budget_end.unwrap_or(now);
+        e.deadline = (now + fresh).min(budget);
+        e.retries_left = 0;
+        e.not_before = now;
+        e.state = State::Queued;
+        self.queue.insert((e.order, id));
+    }
+
+    // ---- the run loop ----
+
+    /// Everything due at `now`, then dispatch. Every entry point ends here.
+    fn run(&mut self, now: Instant) {
+        if self.shut_down {
+            return;
+        }
+        // Resolve answers that did not come in time count as failures.
+        let mut expired = false;
+        for h in self.dns.values_mut() {
+            if h.pending_until.is_some_and(|p| p <= now) {
+                h.pending_until = None;
+                h.addrs.clear();
+                h.answered_at = Some(now);
+                expired = true;
+            }
+        }
+        if expired && self.long_wants_connect {
+            self.long_connect(now);
+        }
+        // Sub-machines' own timers first: a running task's deadline is
+        // theirs too, and the long link reacts to it as its profile says
+        // (Mars: a batch error that drops the link).
+        let shorts: Vec<TaskId> = self.short.keys().copied().collect();
+        for id in shorts {
+            if let Some(ex) = self.short.get_mut(&id) {
+                ex.handle_timeout(now, &mut self.ids);
+            }
+            self.pump_short(now, id);
+        }
+        if let Some(long) = self.long.as_mut() {
+            long.handle_timeout(now, &mut self.ids);
+        }
+        self.pump_long(now);
+        // Task deadlines and zombie budgets.
+        let due: Vec<(TaskId, State)> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| match e.state {
+                State::Zombie => {
+                    e.budget_end.is_some_and(|b| b <= now) || self.zombie_restart_at(e) <= now
+                }
+                _ => e.deadline <= now,
+            })
+            .map(|(id, e)| (*id, e.state))
+            .collect();
+        for (id, state) in due {
+            if state == State::Zombie {
+                let expired = self
+                    .tasks
+                    .get(&id)
+                    .is_some_and(|e| e.budget_end.is_some_and(|b| b <= now));
+                if expired {
+                    self.finish(id, Err(TimeoutKind::Task.into()));
+                } else {
+                    self.replay(now, id);
+                }
+                continue;
+            }
+            let channel = if state == State::Long {
+                Channel::Long
+            } else {
+                Channel::Short
+            };
+            let running = matches!(state, State::Short | State::Long);
+            self.stop_attempt(now, id);
+            if running {
+                if let Some(e) = self.tasks.get(&id) {
+                    let r = self.bare_report(id, e, channel, now, TimeoutKind::Task.into());
+                    self.actions.push_back(Action::Report(r));
+                }
+            }
+            self.end_failed(now, id, TimeoutKind::Task.into());
+        }
+        self.dispatch(now);
+    }
+
+    fn bare_report(
+        &self,
+        id: TaskId,
+        e: &Entry,
+        channel: Channel,
+        now: Instant,
+        error: Error,
+    ) -> Report {
+        Report {
+            task: id,
+            attempt: e.attempts,
+            channel,
+            started: e.attempt_started,
+            ended: now,
+            endpoint: None,
+            connect_time: None,
+            first_packet_after: None,
+            connect_attempts: 0,
+            bytes_sent: 0,
+            bytes_received: 0,
+            error: Some(error),
+        }
+    }
+
+    /// Starts every queued task that may start, in queue order. Loops until
+    /// nothing changes (a rejection or an immediate failure frees a slot).
+    fn dispatch(&mut self, now: Instant) {
+        for _ in 0..4 {
+            if !self.dispatch_pass(now) {
+                break;
+            }
+        }
+    }
+
+    fn dispatch_pass(&mut self, now: Instant) -> bool {
+        if self.shut_down {
+            return false;
+        }
+        let mut progressed = false;
+        let mut need_long = false;
+        let order: Vec<((u8, u64), TaskId)> = self.queue.iter().copied().collect();
+        for (key, id) in order {
+            let Some(e) = self.tasks.get(&id) else {
+                self.queue.remove(&(key, id));
+                continue;
+            };
+            if e.state != State::Queued || e.not_before > now {
+                continue;
+            }
+            if e.task.need_authed && !self.authed {
+                continue;
+            }
+            if self.network == NetworkKind::None
+                && self.config.no_network == NoNetworkPolicy::WaitAll
+            {
+                continue;
+            }
+            let long_up = self.long_link_connected();
+            let long_room = self.long.as_ref().is_some_and(|l| {
+                l.is_connected() && l.in_flight() < self.config.long.max_in_flight_tasks
+            });
+            let channel = match e.frozen {
+                Some(c) => c,
+                None => match e.channel {
+                    Channel::Both if long_up && long_room => Channel::Long,
+                    Channel::Both => Channel::Short,
+                    c => c,
+                },
+            };
+            match channel {
+                Channel::Long => {
+                    if !long_up {
+                        need_long = true;
+                        continue;
+                    }
+                    if !long_room {
+                        continue;
+                    }
+                    if self.start_long(now, id) {
+                        progressed = true;
+                    }
+                }
+                _ => {
+                    if self.short.len() >= self.config.max_in_flight_short {
+                        continue;
+                    }
+                    if self.start_short(now, id) {
+                        progressed = true;
+                    }
+                }
+            }
+        }
+        if need_long {
+            if let Some(long) = self.long.as_mut() {
+                long.task_needs_link(now);
+            }
+            self.pump_long(now);
+        }
+        progressed
+    }
+
+    /// Anti-avalanche check for the next attempt of `id`; a rejection ends
+    /// the task. Returns whether the attempt may go.
+    fn pass_limits(&mut self, now: Instant, id: TaskId) -> bool {
+        let Some(e) = self.tasks.get(&id) else {
+            return false;
+        };
+        let input = CheckInput {
+            digest: payload_digest(&e.task.body),
+            len: e.task.body.len(),
+            net: self.network,
+            active: self.activity.is_active(now),
+            limit_frequency: e.task.limit_frequency,
+            limit_flow: e.task.limit_flow,
+        };
+        match self.limits.check(now, &input) {
+            Ok(()) => true,
+            Err(kind) => {
+                let kind = match kind {
+                    LimitKind::Frequency => ErrorLimit::Frequency,
+                    LimitKind::Flow => ErrorLimit::Flow,
+                };
+                self.finish(id, Err(Error::Rejected(kind)));
+                false
+            }
+        }
+    }
+
+    fn attempt_input(&self, e: &Entry, in_flight: usize) -> AttemptInput {
+        AttemptInput {
+            net: self.last_network,
+            send_len: e.task.body.len(),
+            in_flight,
+            server_cost: e.task.server_process_cost,
+            dyn_state: self.timeouts.dyn_state(),
+            long_polling: e.task.long_polling,
+        }
+    }
+
+    // ---- connection events ----
+
+    fn conn_event(&mut self, now: Instant, conn: ConnId, event: ConnEvent) {
+        let Some(owner) = self.conns.get(&conn).copied() else {
+            return; // closed by us, or never ours
+        };
+        if matches!(event, ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_)) {
+            self.conns.remove(&conn);
+        }
+        match owner {
+            Owner::Short(id) => {
+                if let Some(ex) = self.short.get_mut(&id) {
+                    ex.handle_event(now, conn, event, &mut self.ids);
+                }
+                self.pump_short(now, id);
+            }
+            Owner::Long => {
+                if let Some(long) = self.long.as_mut() {
+                    long.handle_event(now, conn, event, &mut self.ids);
+                }
+                self.pump_long(now);
+            }
+        }
+    }
+
+    fn record_endpoint(&mut self, now: Instant, addr: SocketAddr, ok: bool) {
+        // Mars ignores updates while there is no network (§4.2).
+        if self.network != NetworkKind::None {
+            self.history.record(now, addr, ok);
+        }
+    }
+
+    /// The RTT hint for a race: the connect RTT, scaled up after failed
+    /// races so attempts are not abandoned forever on a path that became
+    /// slower than the estimate.
+    fn rtt_hint(&self) -> Option<Duration> {
+        match (self.connect_rtt.srtt(), self.rtt_hint_scale) {
+            (rtt, 1) => rtt,
+            (rtt, k) => Some(rtt.unwrap_or(Duration::from_millis(500)).saturating_mul(k)),
+        }
+    }
+
+    /// Feeds an attempt failure to the timeout machine.
+    fn note_failure(&mut self, now: Instant, error: &Error) {
+        if matches!(error, Error::Connect { .. }) {
+            self.rtt_hint_scale = (self.rtt_hint_scale * 2).min(8);
+        }
+        match error {
+            Error::Timeout(TimeoutKind::FirstPacket | TimeoutKind::LongPolling) => {
+                self.timeouts
+                    .on_timeout(now, AttemptTimeoutKind::FirstPacket);
+            }
+            Error::Timeout(TimeoutKind::PacketGap) => {
+                self.timeouts.on_timeout(now, AttemptTimeoutKind::PacketGap);
+            }
+            Error::Timeout(TimeoutKind::ReadWrite) => {
+                self.timeouts.on_timeout(now, AttemptTimeoutKind::ReadWrite);
+            }
+            Error::Timeout(TimeoutKind::Task)
+            | Error::Cancelled
+            | Error::Shutdown
+            | Error::Local(_)
+            | Error::Rejected(_) => {}
+            _ => self.timeouts.on_failure(now),
+        }
+    }
+}
+
+/// Errors that end a task whatever its retries.
+fn shutting(error: &Error) -> bool {
+    matches!(error, Error::Shutdown | Error::Cancelled)
+}

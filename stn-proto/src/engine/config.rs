@@ -1,0 +1,270 @@
+//! The engine's configuration and its three profiles.
+
+use crate::ban::BanConfig;
+use crate::limit::AntiAvalancheConfig;
+use crate::net::{IpAddr, NetworkKind, SocketAddr};
+use crate::profile::Profile;
+use crate::short_link::ExchangeConfig;
+use crate::time::Duration;
+use crate::timeout::TimeoutConfig;
+
+use crate::long_link::LongLinkConfig;
+
+/// Abandonments allowed per race under [`Profile::Stn`] (see
+/// [`Config::for_profile`]); the attempt rate stays bounded by 3 slots per
+/// at least 1.1 s.
+pub const STN_MAX_ABANDONS: u32 = 1000;
+
+/// Where the short link connects (Mars `SetShortlinkSvrAddr`, `SetBackupIPs`,
+/// `SetDebugIP`; reference §4.1).
+///
+/// Candidates, in priority order: the debug address alone if set (no DNS, no
+/// bans); else the addresses of `hosts` (each resolved through
+/// [`Action::Resolve`](super::Action::Resolve), Mars's `OnNewDns`) followed by
+/// `ips`, ordered by the endpoint history (banned ones removed), then
+/// `backup_ips` to fill up to `max_candidates`. Duplicates are kept: Mars's
+/// benchmark returned one IP four times so that racing had several attempts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ShortLinkEndpoints {
+    /// A debug override: the only candidate when set.
+    pub debug: Option<SocketAddr>,
+    /// Host names to resolve through the app (first one is the `Host` header
+    /// unless a task names its own host).
+    pub hosts: Vec<String>,
+    /// The short-link port.
+    pub port: u16,
+    /// Fixed IPs, used like resolved ones.
+    pub ips: Vec<IpAddr>,
+    /// Backup IPs, used after the others.
+    pub backup_ips: Vec<IpAddr>,
+    /// Most candidates handed to one race (Mars `kNumMakeCount` = 5).
+    pub max_candidates: usize,
+}
+
+/// Where the long link connects: like [`ShortLinkEndpoints`], with several
+/// ports (every port × every IP, IP-major, as Mars does).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LongLinkEndpoints {
+    /// A debug override: the only candidate when set.
+    pub debug: Option<SocketAddr>,
+    /// Host names to resolve through the app.
+    pub hosts: Vec<String>,
+    /// Ports, tried for every IP.
+    pub ports: Vec<u16>,
+    /// Fixed IPs, used like resolved ones.
+    pub ips: Vec<IpAddr>,
+    /// Backup IPs, used after the others.
+    pub backup_ips: Vec<IpAddr>,
+    /// Most candidates handed to one race (Mars: 5).
+    pub max_candidates: usize,
+}
+
+/// Which link a [`Channel::Both`](crate::task::Channel::Both) task uses, and when that is decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChannelChoice {
+    /// Mars: decided once, at submit (long if connected then, else short; no
+    /// later migration).
+    AtSubmit,
+    /// stn: decided at every attempt, so a retry after the long link dropped
+    /// goes out on the short link at once, and a task queued while the long
+    /// link was down uses it as soon as it is up.
+    PerAttempt,
+}
+
+/// What happens to tasks while the app says there is no network.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NoNetworkPolicy {
+    /// Mars: network-status-sensitive tasks fail at once with "no network"
+    /// (unless the long link is connected); the others are sent anyway.
+    FailSensitive,
+    /// stn: nothing is dispatched while there is no network; every task waits
+    /// (within its deadline) for the network to come back.
+    WaitAll,
+}
+
+/// Which failed tasks are parked as zombies (Mars `zombie_task_manager.cc`)
+/// and replayed on signs of connectivity.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ZombiePolicy {
+    /// Never park; a failed task ends at once.
+    Off,
+    /// Mars: park only tasks with an explicit `total_timeout` that has time
+    /// left; the budget is `total_timeout` from submission.
+    TotalTimeoutOnly,
+    /// stn: also park tasks without a `total_timeout`, until their computed
+    /// task deadline; an outage shorter than the deadline then costs a task
+    /// nothing.
+    UntilDeadline,
+}
+
+/// Everything the [`Engine`](super::Engine) needs, for one profile.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// The profile these values came from (reports and logs).
+    pub profile: Profile,
+    /// Root seed of every random choice (candidate shuffles, jitter).
+    pub seed: u64,
+    /// Short-link endpoints.
+    pub short_link: ShortLinkEndpoints,
+    /// Long-link endpoints; `None` = no long link (every task goes short).
+    pub long_link: Option<LongLinkEndpoints>,
+    /// Short-link racing and HTTP caps.
+    pub exchange: ExchangeConfig,
+    /// Long-link machine configuration (racing, codec, heartbeat, monitor).
+    pub long: LongLinkConfig,
+    /// Timeout constants and stn's adaptive layer.
+    pub timeouts: TimeoutConfig,
+    /// Ban rule and candidate ordering.
+    pub ban: BanConfig,
+    /// Anti-avalanche limits.
+    pub limits: AntiAvalancheConfig,
+    /// Delay before retrying after a failure that was not a timeout (Mars
+    /// `DEF_TASK_RETRY_INTERNAL` = 1 s).
+    pub retry_interval: Duration,
+    /// Delay before retrying after an attempt timeout (Mars: 1 s as well).
+    pub retry_interval_after_timeout: Duration,
+    /// A network change redoes running attempts without consuming a retry
+    /// (stn); Mars consumes one.
+    pub free_retry_on_network_change: bool,
+    /// How `Both` tasks pick their link.
+    pub channel_choice: ChannelChoice,
+    /// Behaviour without network.
+    pub no_network: NoNetworkPolicy,
+    /// Zombie parking.
+    pub zombies: ZombiePolicy,
+    /// A parked task is replayed after this long if no task started meanwhile
+    /// (Mars: 60 s).
+    pub zombie_idle_restart: Duration,
+    /// How long to wait for an answer to [`Action::Resolve`](super::Action::Resolve)
+    /// (Mars: 2 s for `OnNewDns`).
+    pub resolve_timeout: Duration,
+    /// How long a resolve answer is reused (Mars resolves for every attempt:
+    /// zero). Cleared on network change.
+    pub resolve_ttl: Duration,
+    /// Most tasks held at once (queued, running or parked); more → [`SubmitError::QueueFull`](super::SubmitError::QueueFull).
+    pub max_queued_tasks: usize,
+    /// Most short-link attempts in flight at once (Mars: unlimited).
+    pub max_in_flight_short: usize,
+    /// The network at start.
+    pub network: NetworkKind,
+    /// Whether the app is in the foreground at start.
+    pub foreground: bool,
+}
+
+impl Config {
+    /// The values of a profile; endpoints are empty (fill them in).
+    ///
+    /// Differences of [`Profile::Stn`] from [`Profile::Mars`] decided here
+    /// (the building blocks document their own):
+    /// - retry 0 s after an attempt timeout and 250 ms after another failure,
+    ///   instead of 1 s: the attempt already waited out a timeout, and a fast
+    ///   failure (refused, reset) retried at once could spin;
+    /// - a network change redoes running attempts without using a retry (the
+    ///   change is not the task's fault);
+    /// - `Both` tasks choose their link per attempt ([`ChannelChoice::PerAttempt`]);
+    /// - without network every task waits for it ([`NoNetworkPolicy::WaitAll`])
+    ///   rather than burning its attempts on connects that cannot succeed;
+    /// - failed tasks are parked until their deadline ([`ZombiePolicy::UntilDeadline`])
+    ///   and replayed on any sign of connectivity;
+    /// - resolve answers are reused for 30 s (no app round trip, possibly
+    ///   seconds on a lossy link, per attempt), but dropped as soon as an
+    ///   attempt could not connect to any of their addresses;
+    /// - a parked task is replayed 3 s after it failed when nothing else
+    ///   happens (Mars: 60 s), so parking keeps trying within the task's
+    ///   deadline instead of sitting out an outage that already ended;
+    /// - connection attempts whose SYNs look lost are abandoned and replaced
+    ///   for the whole race ([`STN_MAX_ABANDONS`]; the race module's default
+    ///   stops after 6): after an outage a fresh SYN goes out every ~0.5 s,
+    ///   so the first success follows the end of the outage by 0.3 s on
+    ///   average instead of 1 s (Mars); the engine doubles the RTT hint after
+    ///   a failed race (up to 8×) so a path that became much slower than the
+    ///   hint is not abandoned forever;
+    /// - at most 64 short-link attempts in flight (Mars: unlimited), so a
+    ///   burst of tasks cannot open hundreds of sockets.
+    pub fn for_profile(profile: Profile) -> Self {
+        let mars = Config {
+            profile,
+            seed: 0,
+            short_link: ShortLinkEndpoints {
+                port: 80,
+                max_candidates: 5,
+                ..ShortLinkEndpoints::default()
+            },
+            long_link: None,
+            exchange: ExchangeConfig::for_profile(profile),
+            long: LongLinkConfig::for_profile(profile),
+            timeouts: TimeoutConfig::for_profile(profile),
+            ban: BanConfig::for_profile(profile),
+            limits: AntiAvalancheConfig::for_profile(profile),
+            retry_interval: Duration::from_secs(1),
+            retry_interval_after_timeout: Duration::from_secs(1),
+            free_retry_on_network_change: false,
+            channel_choice: ChannelChoice::AtSubmit,
+            no_network: NoNetworkPolicy::FailSensitive,
+            zombies: ZombiePolicy::TotalTimeoutOnly,
+            zombie_idle_restart: Duration::from_secs(60),
+            resolve_timeout: Duration::from_secs(2),
+            resolve_ttl: Duration::ZERO,
+            max_queued_tasks: 1024,
+            max_in_flight_short: usize::MAX,
+            network: NetworkKind::Wifi,
+            foreground: true,
+        };
+        match profile {
+            Profile::Mars2017 | Profile::Mars => mars,
+            Profile::Stn => {
+                let mut stn = Config {
+                    retry_interval: Duration::from_millis(250),
+                    retry_interval_after_timeout: Duration::ZERO,
+                    free_retry_on_network_change: true,
+                    channel_choice: ChannelChoice::PerAttempt,
+                    no_network: NoNetworkPolicy::WaitAll,
+                    zombies: ZombiePolicy::UntilDeadline,
+                    resolve_ttl: Duration::from_secs(30),
+                    zombie_idle_restart: Duration::from_secs(3),
+                    max_in_flight_short: 64,
+                    ..mars
+                };
+                for race in [&mut stn.exchange.race, &mut stn.long.race] {
+                    if let Some(a) = race.abandon.as_mut() {
+                        a.max_abandons = STN_MAX_ABANDONS;
+                    }
+                }
+                stn
+            }
+        }
+    }
+
+    /// Sets the short-link endpoints to fixed IPs on `port`.
+    #[must_use]
+    pub fn short_link_ips(mut self, ips: impl IntoIterator<Item = IpAddr>, port: u16) -> Self {
+        self.short_link.ips = ips.into_iter().collect();
+        self.short_link.port = port;
+        self
+    }
+
+    /// Sets the long-link endpoints to fixed IPs on `port`.
+    #[must_use]
+    pub fn long_link_ips(mut self, ips: impl IntoIterator<Item = IpAddr>, port: u16) -> Self {
+        self.long_link = Some(LongLinkEndpoints {
+            ips: ips.into_iter().collect(),
+            ports: vec![port],
+            max_candidates: 5,
+            ..LongLinkEndpoints::default()
+        });
+        self
+    }
+
+    /// Sets the seed.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::for_profile(Profile::Stn)
+    }
+}

@@ -1,0 +1,229 @@
+//! The long link: send tasks on it, connect it when its monitor asks, turn
+//! its events into task outcomes, pushes and reports.
+
+use super::*;
+
+impl Engine {
+    /// Sends a task on the (connected) long link.
+    pub(super) fn start_long(&mut self, now: Instant, id: TaskId) -> bool {
+        if !self.pass_limits(now, id) {
+            return true;
+        }
+        let Some(e) = self.tasks.get(&id) else {
+            return true;
+        };
+        let input = self.attempt_input(e, self.long_in_flight());
+        let timeouts = LongTimeouts {
+            first_packet: self.timeouts.first_packet_timeout(&input),
+            read_write: self.timeouts.read_write_timeout(&input),
+            packet_gap: self.timeouts.packet_gap_timeout(input.net),
+            long_polling: None,
+        };
+        let (cmd_id, body, deadline, send_only) = (
+            e.task.cmd_id,
+            e.task.body.clone(),
+            e.deadline,
+            e.task.send_only,
+        );
+        let Some(long) = self.long.as_mut() else {
+            return false;
+        };
+        match long.send_task(now, id, cmd_id, body, timeouts, Some(deadline), send_only) {
+            Ok(()) => {
+                if let Some(e) = self.tasks.get_mut(&id) {
+                    e.state = State::Long;
+                    e.attempts += 1;
+                    e.attempt_started = now;
+                    self.queue.remove(&(e.order, id));
+                }
+                self.last_task_start = now;
+                self.pump_long(now);
+                true
+            }
+            Err(SendError::NotConnected | SendError::TooManyInFlight) => false,
+            Err(SendError::TooLarge { .. }) => {
+                self.finish(id, Err(crate::error::ProtocolError::FrameTooLarge.into()));
+                true
+            }
+            Err(SendError::ReservedId(_) | SendError::Duplicate(_)) => {
+                // Cannot happen: ids are allocated outside the reserved range
+                // and a task runs at most once. End it rather than loop.
+                self.finish(id, Err(LocalError::LongLinkUnavailable.into()));
+                true
+            }
+        }
+    }
+
+    pub(super) fn long_connect(&mut self, now: Instant) {
+        let Some(ep) = self.config.long_link.clone() else {
+            return;
+        };
+        let Some(candidates) = self.candidates(
+            now,
+            ep.debug,
+            &ep.hosts,
+            &ep.ips,
+            &ep.backup_ips,
+            &ep.ports,
+            ep.max_candidates,
+        ) else {
+            self.long_wants_connect = true;
+            return;
+        };
+        self.long_wants_connect = false;
+        let rtt = self.rtt_hint();
+        if let Some(long) = self.long.as_mut() {
+            long.connect(now, candidates, rtt, &mut self.ids);
+            self.actions
+                .push_back(Action::LongLink(LinkStatus::Connecting));
+        }
+        self.pump_long(now);
+    }
+
+    /// Drains the long link's events.
+    pub(super) fn pump_long(&mut self, now: Instant) {
+        loop {
+            let Some(event) = self.long.as_mut().and_then(LongLink::poll_event) else {
+                return;
+            };
+            match event {
+                LongLinkEvent::Io(io) => self.emit_io(Owner::Long, io),
+                LongLinkEvent::WantConnect => {
+                    if !self.shut_down {
+                        self.long_connect(now);
+                    }
+                }
+                LongLinkEvent::Connected { addr, connect_time } => {
+                    self.timeouts.on_connect_sample(connect_time);
+                    self.connect_rtt.sample(connect_time);
+                    self.rtt_hint_scale = 1;
+                    self.long_endpoint = Some(addr);
+                    self.emit_link(LinkStatus::Connected { addr });
+                    self.replay_zombies(now);
+                }
+                LongLinkEvent::Disconnected { error } => {
+                    if matches!(error, Some(Error::Connect { .. } | Error::Dns(_))) {
+                        let hosts = self
+                            .config
+                            .long_link
+                            .as_ref()
+                            .map(|l| l.hosts.clone())
+                            .unwrap_or_default();
+                        self.forget_hosts(&hosts);
+                    }
+                    self.emit_link(LinkStatus::Disconnected);
+                }
+                LongLinkEvent::Endpoint(r) => {
+                    if let Some(t) = r.connect_time.filter(|_| r.ok) {
+                        self.timeouts.on_connect_sample(t);
+                        self.connect_rtt.sample(t);
+                        self.rtt_hint_scale = 1;
+                    }
+                    self.record_endpoint(now, r.addr, r.ok);
+                }
+                LongLinkEvent::TaskSent { task } => {
+                    let report = self.long_report(task, now, None, None, 0, None);
+                    if let Some(e) = self.tasks.get(&task).filter(|e| e.state == State::Long) {
+                        let cmd_id = e.task.cmd_id;
+                        if let Some(r) = report {
+                            self.actions.push_back(Action::Report(r));
+                        }
+                        self.finish(
+                            task,
+                            Ok(Response {
+                                body: Bytes::new(),
+                                status: None,
+                                cmd_id,
+                            }),
+                        );
+                    }
+                }
+                LongLinkEvent::TaskResponse {
+                    task,
+                    cmd_id,
+                    body,
+                    first_packet_after,
+                    bytes_received,
+                } => {
+                    let Some(e) = self.tasks.get(&task).filter(|e| e.state == State::Long) else {
+                        continue;
+                    };
+                    let send_len = e.task.body.len();
+                    let cost = now - e.attempt_started;
+                    if let Some(fp) = first_packet_after {
+                        self.timeouts.on_first_packet(fp, send_len);
+                    }
+                    let bytes = send_len
+                        .saturating_add(usize::try_from(bytes_received).unwrap_or(usize::MAX));
+                    self.timeouts.on_success(now, AttemptSample { bytes, cost });
+                    if let Some(r) =
+                        self.long_report(task, now, first_packet_after, None, bytes_received, None)
+                    {
+                        self.actions.push_back(Action::Report(r));
+                    }
+                    self.finish(
+                        task,
+                        Ok(Response {
+                            body,
+                            status: None,
+                            cmd_id,
+                        }),
+                    );
+                    self.replay_zombies(now);
+                }
+                LongLinkEvent::TaskFailed { task, error } => {
+                    if self.tasks.get(&task).is_none_or(|e| e.state != State::Long) {
+                        continue;
+                    }
+                    self.note_failure(now, &error);
+                    let report = self.long_report(task, now, None, None, 0, Some(error.clone()));
+                    if error == Error::Timeout(TimeoutKind::Task) {
+                        if let Some(e) = self.tasks.get_mut(&task) {
+                            e.state = State::Queued;
+                        }
+                        if let Some(r) = report {
+                            self.actions.push_back(Action::Report(r));
+                        }
+                        self.end_failed(now, task, error);
+                    } else {
+                        self.attempt_failed(now, task, error, Channel::Long, report);
+                    }
+                }
+                LongLinkEvent::Push { cmd_id, body } => {
+                    self.actions.push_back(Action::Push { cmd_id, body });
+                }
+                LongLinkEvent::AskIdentify => self.actions.push_back(Action::AskIdentify),
+                LongLinkEvent::IdentifyResponse { cmd_id, body } => {
+                    self.actions
+                        .push_back(Action::IdentifyResponse { cmd_id, body });
+                }
+            }
+        }
+    }
+
+    pub(super) fn long_report(
+        &self,
+        task: TaskId,
+        now: Instant,
+        first_packet_after: Option<Duration>,
+        connect_time: Option<Duration>,
+        bytes_received: u64,
+        error: Option<Error>,
+    ) -> Option<Report> {
+        let e = self.tasks.get(&task)?;
+        Some(Report {
+            task,
+            attempt: e.attempts,
+            channel: Channel::Long,
+            started: e.attempt_started,
+            ended: now,
+            endpoint: self.long_endpoint,
+            connect_time,
+            first_packet_after,
+            connect_attempts: 0,
+            bytes_sent: u64::try_from(e.task.body.len()).unwrap_or(u64::MAX) + 20,
+            bytes_received,
+            error,
+        })
+    }
+}

@@ -1,0 +1,168 @@
+//! Short-link attempts: start a [`ShortLinkExchange`] for a task, relay its
+//! actions, settle the task when it finishes.
+
+use super::*;
+
+impl Engine {
+    /// Starts a short-link attempt. Returns whether the task left the queue
+    /// (started, or ended by a limit).
+    pub(super) fn start_short(&mut self, now: Instant, id: TaskId) -> bool {
+        if !self.tasks.contains_key(&id) {
+            return false;
+        }
+        let hosts = self.short_hosts(id);
+        let host_header = hosts.first().cloned();
+        let ep = self.config.short_link.clone();
+        let Some(candidates) = self.candidates(
+            now,
+            ep.debug,
+            &hosts,
+            &ep.ips,
+            &ep.backup_ips,
+            &[ep.port],
+            ep.max_candidates,
+        ) else {
+            return false; // waiting for a resolve answer
+        };
+        if !self.pass_limits(now, id) {
+            return true;
+        }
+        let Some(e) = self.tasks.get(&id) else {
+            return true;
+        };
+        let input = self.attempt_input(e, self.short.len());
+        let timeouts = ExchangeTimeouts {
+            first_packet: self.timeouts.first_packet_timeout(&input),
+            read_write: self.timeouts.read_write_timeout(&input),
+            packet_gap: self.timeouts.packet_gap_timeout(input.net),
+            long_polling: e.task.long_polling,
+        };
+        let req = ExchangeRequest {
+            candidates,
+            host: host_header,
+            cgi: e.task.cgi.clone(),
+            headers: e.task.headers.clone(),
+            body: e.task.body.clone(),
+            rtt_hint: self.rtt_hint(),
+            timeouts,
+            deadline: Some(e.deadline),
+        };
+        let ex = ShortLinkExchange::start(now, &self.config.exchange, req, &mut self.ids);
+        if let Some(e) = self.tasks.get_mut(&id) {
+            e.state = State::Short;
+            e.attempts += 1;
+            e.attempt_started = now;
+            self.queue.remove(&(e.order, id));
+        }
+        self.last_task_start = now;
+        self.short.insert(id, ex);
+        self.pump_short(now, id);
+        true
+    }
+
+    /// Drains a short exchange's actions.
+    pub(super) fn pump_short(&mut self, now: Instant, id: TaskId) {
+        loop {
+            let Some(action) = self
+                .short
+                .get_mut(&id)
+                .and_then(ShortLinkExchange::poll_action)
+            else {
+                return;
+            };
+            match action {
+                ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
+                ExchangeAction::Endpoint(r) => {
+                    if let Some(t) = r.connect_time.filter(|_| r.ok) {
+                        self.timeouts.on_connect_sample(t);
+                        self.connect_rtt.sample(t);
+                        self.rtt_hint_scale = 1;
+                    }
+                    self.record_endpoint(now, r.addr, r.ok);
+                    if r.ok {
+                        // A working connection is a sign of connectivity.
+                        self.replay_zombies(now);
+                    }
+                }
+                ExchangeAction::Finished(result) => {
+                    self.short.remove(&id);
+                    self.short_finished(now, id, result);
+                    return;
+                }
+            }
+        }
+    }
+
+    pub(super) fn short_finished(&mut self, now: Instant, id: TaskId, result: ExchangeResult) {
+        // Safety net: the exchange closed its connections; drop stale entries.
+        let left: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, o)| **o == Owner::Short(id))
+            .map(|(c, _)| *c)
+            .collect();
+        for conn in left {
+            self.emit_io(Owner::Short(id), IoAction::Close { conn });
+        }
+        let Some(e) = self.tasks.get(&id) else {
+            return;
+        };
+        if e.state != State::Short {
+            return;
+        }
+        let report = Report {
+            task: id,
+            attempt: e.attempts,
+            channel: Channel::Short,
+            started: e.attempt_started,
+            ended: now,
+            endpoint: result.endpoint,
+            connect_time: result.connect_time,
+            first_packet_after: result.first_packet_after,
+            connect_attempts: result.connect_attempts,
+            bytes_sent: result.bytes_sent,
+            bytes_received: result.bytes_received,
+            error: result.outcome.as_ref().err().cloned(),
+        };
+        let cmd_id = e.task.cmd_id;
+        let send_len = e.task.body.len();
+        if let Some(fp) = result.first_packet_after {
+            self.timeouts.on_first_packet(fp, send_len);
+        }
+        match result.outcome {
+            Ok(resp) => {
+                let bytes = usize::try_from(result.bytes_sent + result.bytes_received)
+                    .unwrap_or(usize::MAX);
+                let cost = result.request_sent_at.map_or(Duration::ZERO, |t| now - t);
+                self.timeouts.on_success(now, AttemptSample { bytes, cost });
+                self.actions.push_back(Action::Report(report));
+                self.finish(
+                    id,
+                    Ok(Response {
+                        body: resp.body,
+                        status: Some(resp.status),
+                        cmd_id,
+                    }),
+                );
+                self.replay_zombies(now);
+            }
+            Err(error) => {
+                self.note_failure(now, &error);
+                if matches!(error, Error::Connect { .. } | Error::Dns(_)) {
+                    // The addresses did not work: ask again next time.
+                    let hosts = self.short_hosts(id);
+                    self.forget_hosts(&hosts);
+                }
+                if error == Error::Timeout(TimeoutKind::Task) {
+                    if let Some(e) = self.tasks.get_mut(&id) {
+                        e.state = State::Queued;
+                    }
+                    self.actions.push_back(Action::Report(report));
+                    self.end_failed(now, id, error);
+                } else {
+                    self.attempt_failed(now, id, error, Channel::Short, Some(report));
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,165 @@
+//! The engine's public vocabulary: what goes in, what comes out.
+
+use bytes::Bytes;
+
+use crate::error::Outcome;
+use crate::io::{ConnEvent, ConnId};
+use crate::net::{IpAddr, SocketAddr};
+use crate::task::{Channel, TaskError, TaskId};
+use crate::time::{Duration, Instant};
+
+use crate::error::Error;
+
+/// An I/O result or an answer the app feeds to [`Engine::handle_input`](super::Engine::handle_input).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Input {
+    /// Something happened on a connection the engine asked for.
+    Conn {
+        /// The connection (from [`Action::Connect`]).
+        conn: ConnId,
+        /// What happened.
+        event: ConnEvent,
+    },
+    /// The answer to [`Action::Resolve`] (Mars `OnNewDns`). Duplicates are
+    /// kept: the same IP several times races it against itself.
+    Resolved {
+        /// The host asked about.
+        host: String,
+        /// Its addresses, in the app's order.
+        addrs: Vec<IpAddr>,
+    },
+    /// The host could not be resolved.
+    ResolveFailed {
+        /// The host asked about.
+        host: String,
+    },
+}
+
+/// Where the long link stands, as reported by [`Action::LongLink`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkStatus {
+    /// A connect started.
+    Connecting,
+    /// The link is up.
+    Connected {
+        /// The endpoint it connected to.
+        addr: SocketAddr,
+    },
+    /// The link is down (or a connect failed).
+    Disconnected,
+}
+
+/// Mars's task profile of one attempt (`ReportTaskProfile`): what it cost and
+/// how it ended. One is emitted for every attempt that started, before the
+/// task's [`Action::TaskFinished`] or its next attempt.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Report {
+    /// The task.
+    pub task: TaskId,
+    /// 1 for the first attempt, 2 for the first retry, ...
+    pub attempt: u32,
+    /// The link used: [`Channel::Short`] or [`Channel::Long`].
+    pub channel: Channel,
+    /// When the attempt started.
+    pub started: Instant,
+    /// When it ended.
+    pub ended: Instant,
+    /// The endpoint that carried it, if a connection was made.
+    pub endpoint: Option<SocketAddr>,
+    /// The TCP connect time of that endpoint (short link: this attempt's
+    /// connect; long link: `None`, the link was already up).
+    pub connect_time: Option<Duration>,
+    /// From sending the request to the first response byte.
+    pub first_packet_after: Option<Duration>,
+    /// TCP connects started for this attempt (short link).
+    pub connect_attempts: u32,
+    /// Request bytes written (HTTP head and body, or the frame).
+    pub bytes_sent: u64,
+    /// Response bytes received.
+    pub bytes_received: u64,
+    /// Why it failed; `None` for success.
+    pub error: Option<Error>,
+}
+
+/// What the engine asks its driver to do; drain with
+/// [`Engine::poll_action`](super::Engine::poll_action).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Open a TCP connection to `addr`; report on it with [`Input::Conn`].
+    Connect {
+        /// The new connection's id.
+        conn: ConnId,
+        /// Where to connect.
+        addr: SocketAddr,
+    },
+    /// Write `data` on `conn`.
+    Send {
+        /// The connection.
+        conn: ConnId,
+        /// The bytes.
+        data: Bytes,
+    },
+    /// Close `conn` (or abort its connect). No event is expected after this.
+    Close {
+        /// The connection.
+        conn: ConnId,
+    },
+    /// Resolve `host` and answer with [`Input::Resolved`] or
+    /// [`Input::ResolveFailed`] (Mars `OnNewDns`).
+    Resolve {
+        /// The host name.
+        host: String,
+    },
+    /// A task ended. Exactly once per task [`Engine::submit`](super::Engine::submit) accepted.
+    TaskFinished {
+        /// The task.
+        id: TaskId,
+        /// Its response or why it failed.
+        outcome: Outcome,
+        /// Attempts it made (0 if it never started one).
+        attempts: u32,
+        /// The task's [`Task::user_tag`](crate::task::Task::user_tag).
+        user_tag: u64,
+    },
+    /// A server push on the long link (seq 0).
+    Push {
+        /// Its command id.
+        cmd_id: u32,
+        /// Its body.
+        body: Bytes,
+    },
+    /// The long link asks for the identify packet (Mars
+    /// `GetLonglinkIdentifyCheckBuffer`): answer with
+    /// [`Engine::identify_answer`](super::Engine::identify_answer).
+    AskIdentify,
+    /// The server's response to the identify packet (Mars
+    /// `OnLonglinkIdentifyResponse`).
+    IdentifyResponse {
+        /// Its command id.
+        cmd_id: u32,
+        /// Its body.
+        body: Bytes,
+    },
+    /// One attempt's profile.
+    Report(Report),
+    /// The long link's status changed.
+    LongLink(LinkStatus),
+}
+
+/// Why [`Engine::submit`](super::Engine::submit) refused a task. A refused
+/// task gets no id and no [`Action::TaskFinished`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    /// The task breaks a rule of [`Task::validate`](crate::task::Task::validate).
+    #[error(transparent)]
+    Invalid(#[from] TaskError),
+    /// The task can only use the long link and none is configured.
+    #[error("the task needs the long link, and none is configured")]
+    NoLongLink,
+    /// [`Config::max_queued_tasks`](super::Config::max_queued_tasks) tasks are held already.
+    #[error("too many tasks queued")]
+    QueueFull,
+    /// [`Engine::shutdown`](super::Engine::shutdown) was called.
+    #[error("the engine is shut down")]
+    ShutDown,
+}

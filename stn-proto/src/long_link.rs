@@ -1,0 +1,1125 @@
+//! The long link: one persistent TCP connection carrying pipelined tasks,
+//! server pushes and a heartbeat (Mars `LongLink` + `LongLinkTaskManager` +
+//! `LongLinkConnectMonitor`; reference/mars-stn.md §5, §2.3, §8).
+//!
+//! [`LongLink`] is a sans-IO machine. It
+//! - connects by racing the candidates the engine gives it ([`Race`]), each
+//!   racing attempt on its own [`ConnId`];
+//! - frames tasks with the long-link codec (seq = task id) and writes them at
+//!   once, many in flight ([`LongLinkConfig::max_in_flight_tasks`]);
+//! - decodes the received bytes incrementally (memory bounded by
+//!   [`CodecConfig`]): seq 0 is a server push, noop and identify responses are
+//!   consumed, every other frame is matched by seq to a running task;
+//! - keeps the connection alive with noops and asks the app for an identify
+//!   packet at the first noop slot ([`HeartbeatConfig`], §5.3–5.4);
+//! - times every running task from the moment its frame is written
+//!   (first-packet, packet-gap, read-write; [`ExchangeTimeouts`]);
+//! - decides when to reconnect with the [`ConnectMonitor`] (§5.5), asking the
+//!   engine for candidates with [`LongLinkEvent::WantConnect`].
+//!
+//! # Failure rules
+//!
+//! | cause | the link | running tasks get |
+//! |---|---|---|
+//! | a task's first-packet / packet-gap / read-write / long-polling timer | closed, endpoint reported failed | every timed-out task its own [`Error::Timeout`]; every other task [`LocalError::Interrupted`] (Mars §2.3 batch error: "src task gets the code, others code 0") |
+//! | a task's deadline | stn: only that task fails ([`TimeoutKind::Task`]); Mars profiles: batch error as above ([`LongLinkConfig::batch_on_task_deadline`]) | |
+//! | decode error | closed, endpoint failed | [`Error::Protocol`] each |
+//! | noop / identify response timeout | closed, endpoint failed | [`TimeoutKind::Heartbeat`] each (Mars `kEctSocketRecvErr`) |
+//! | remote close / reset | already closed, endpoint failed | [`SocketError::ClosedByPeer`] / [`SocketError::Reset`] each |
+//! | [`LongLink::disconnect`], [`LongLink::on_network_change`] | closed | [`LocalError::Interrupted`] each (Mars `kEctLocalCancel`); [`Error::Shutdown`] for [`DisconnectReason::Shutdown`] |
+//!
+//! Bystanders of a batch failure get [`LocalError::Interrupted`] because Mars
+//! gives them no error code of their own (code 0 under `kEctNetMsgXP`): the
+//! error is retryable and says "this attempt was cut short, not failed on its
+//! own merits", so the engine retries them without blaming them.
+//!
+//! A connect that fails ends with [`LongLinkEvent::Disconnected`] carrying
+//! [`Error::Connect`] (the last address tried and its error), or
+//! [`DnsError::NoCandidates`] for an empty list.
+//!
+//! # Heartbeat and identify
+//!
+//! The [`Heartbeat`] machine decides; this link writes the frames. At connect
+//! the first slot asks the app ([`LongLinkEvent::AskIdentify`]); the noop (or
+//! identify packet) goes out when the app answers with
+//! [`LongLink::identify_answer`] — an app that never answers still gets a
+//! noop at the next slot. Every task write re-arms the 3.5 min interval. The
+//! connect time is given to the heartbeat as its RTT (stn scales the noop
+//! timeout from it). A received identify response completes identify for the
+//! connection and is handed to the app as [`LongLinkEvent::IdentifyResponse`].
+//!
+//! Every task accepted by [`LongLink::send_task`] gets exactly one terminal
+//! event — [`LongLinkEvent::TaskResponse`], [`LongLinkEvent::TaskFailed`] or
+//! (send-only tasks) [`LongLinkEvent::TaskSent`] — unless it is cancelled
+//! first with [`LongLink::cancel_task`]. Every [`ConnId`] in an
+//! [`IoAction::Connect`] is eventually named in an [`IoAction::Close`] or
+//! answered by its terminal event (`ConnectFailed` or `Closed`); no
+//! [`IoAction`] names a connection after that. Events for old connections are
+//! ignored.
+//!
+//! **After every call, drain [`LongLink::poll_event`] until `None`, then read
+//! [`LongLink::poll_timeout`].** Answer every [`LongLinkEvent::WantConnect`]
+//! with [`LongLink::connect`] (an empty candidate list is fine: the attempt
+//! fails at once and the monitor schedules the next).
+//!
+//! ```
+//! use stn_proto::io::{ConnEvent, ConnIds, IoAction};
+//! use stn_proto::long_link::{LongLink, LongLinkConfig, LongLinkEvent, IdentifyDecision};
+//! use stn_proto::time::Instant;
+//!
+//! let t0 = Instant::from_secs(1);
+//! let mut ids = ConnIds::new();
+//! let mut link = LongLink::new(t0, LongLinkConfig::default());
+//! link.handle_timeout(t0, &mut ids);
+//! assert_eq!(link.poll_event(), Some(LongLinkEvent::WantConnect));
+//! link.connect(t0, vec!["10.0.0.1:8080".parse().unwrap()], None, &mut ids);
+//! let conn = match link.poll_event() {
+//!     Some(LongLinkEvent::Io(IoAction::Connect { conn, .. })) => conn,
+//!     other => panic!("{other:?}"),
+//! };
+//! link.handle_event(t0, conn, ConnEvent::Connected, &mut ids);
+//! let events: Vec<_> = std::iter::from_fn(|| link.poll_event()).collect();
+//! assert!(events.iter().any(|e| matches!(e, LongLinkEvent::Connected { .. })));
+//! // First noop slot: the app is asked for an identify packet.
+//! assert_eq!(events.last(), Some(&LongLinkEvent::AskIdentify));
+//! link.identify_answer(t0, IdentifyDecision::Never);
+//! // ... so a plain noop goes out instead.
+//! assert!(matches!(link.poll_event(), Some(LongLinkEvent::Io(IoAction::Send { .. }))));
+//! assert!(link.is_connected());
+//! ```
+
+use std::collections::{BTreeMap, VecDeque};
+
+use bytes::{Bytes, BytesMut};
+
+use crate::codec::longlink::{
+    encode_to_bytes, CodecConfig, DecodeError, Frame, FrameDecoder, IDENTIFY_SEQ,
+};
+use crate::error::{DnsError, Error, LocalError, ProtocolError, SocketError, TimeoutKind};
+use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
+use crate::monitor::{ConnectMonitor, ConnectMonitorConfig, MonitorAction};
+use crate::net::{ConnectError, SocketAddr};
+use crate::profile::Profile;
+use crate::race::{AttemptId, AttemptResult, FailReason, Race, RaceAction, RaceConfig};
+use crate::task::TaskId;
+use crate::time::{Duration, Instant, MonotonicClock};
+
+#[cfg(test)]
+mod tests;
+
+use crate::heartbeat::{Heartbeat, HeartbeatAction, IdentifyState};
+pub use crate::heartbeat::{HeartbeatConfig, IdentifyDecision};
+pub use crate::short_link::{EndpointReport, ExchangeTimeouts};
+
+/// Configuration of a [`LongLink`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LongLinkConfig {
+    /// How to race the candidates when connecting.
+    pub race: RaceConfig,
+    /// Framing: client version and size caps (they bound the decoder's memory).
+    pub codec: CodecConfig,
+    /// Noop interval and timeouts, identify.
+    pub heartbeat: HeartbeatConfig,
+    /// When to reconnect.
+    pub monitor: ConnectMonitorConfig,
+    /// Most tasks awaiting a response at once; [`LongLink::send_task`]
+    /// refuses more with [`SendError::TooManyInFlight`]. Mars has no limit;
+    /// one bounds memory and the size of a batch failure.
+    pub max_in_flight_tasks: usize,
+    /// Whether a task whose own deadline passes while it runs fails every
+    /// running task and drops the link (Mars: its task-timeout check triggers
+    /// the batch error) or only itself (stn: the deadline is the app's budget,
+    /// not evidence against the link — the per-attempt timers are).
+    pub batch_on_task_deadline: bool,
+    /// Whether the app starts in the foreground (for the monitor).
+    pub foreground: bool,
+}
+
+impl LongLinkConfig {
+    /// The configuration for `profile`: the race, codec, heartbeat and
+    /// monitor of that profile; 1024 tasks in flight under the Mars profiles
+    /// (effectively unlimited, as Mars), 64 under stn.
+    pub fn for_profile(profile: Profile) -> Self {
+        let mars = !matches!(profile, Profile::Stn);
+        LongLinkConfig {
+            race: RaceConfig::for_profile(profile),
+            codec: CodecConfig::for_profile(profile),
+            heartbeat: HeartbeatConfig::for_profile(profile),
+            monitor: ConnectMonitorConfig::for_profile(profile),
+            max_in_flight_tasks: if mars { 1024 } else { 64 },
+            batch_on_task_deadline: mars,
+            foreground: true,
+        }
+    }
+}
+
+impl Default for LongLinkConfig {
+    fn default() -> Self {
+        LongLinkConfig::for_profile(Profile::Stn)
+    }
+}
+
+/// Where the long link stands (Mars `kConnectIdle`, `kConnecting`,
+/// `kConnected`, `kDisConnected`/`kConnectFailed`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LinkState {
+    /// Never connected.
+    Idle,
+    /// Racing the candidates.
+    Connecting,
+    /// Connected: tasks may be sent.
+    Connected,
+    /// The last connect failed or the link went down.
+    Disconnected,
+    /// [`DisconnectReason::Shutdown`]: down for good.
+    Shutdown,
+}
+
+/// Why the caller takes the link down.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum DisconnectReason {
+    /// The app or engine asked (Mars user break); the monitor reconnects later.
+    User,
+    /// The network changed: same as [`LongLink::on_network_change`].
+    NetworkChange,
+    /// Every task is being redone (Mars `RedoTasks`, `Disconnect(kReset)`);
+    /// the monitor reconnects later.
+    Reset,
+    /// The engine shuts down: running tasks fail with [`Error::Shutdown`] and
+    /// the link never connects again.
+    Shutdown,
+}
+
+/// Why [`LongLink::send_task`] refused a task (nothing was written).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The link is not connected.
+    #[error("the long link is not connected")]
+    NotConnected,
+    /// [`LongLinkConfig::max_in_flight_tasks`] tasks are already running.
+    #[error("too many tasks in flight on the long link")]
+    TooManyInFlight,
+    /// The id is reserved (0, noop, identify, ...).
+    #[error("task id {0} is reserved")]
+    ReservedId(TaskId),
+    /// A task with this id is already running.
+    #[error("task {0} is already running on the long link")]
+    Duplicate(TaskId),
+    /// The body exceeds the codec's cap (a peer with the same limits would
+    /// drop the connection).
+    #[error("task body of {len} bytes exceeds the long-link limit")]
+    TooLarge {
+        /// The body's length.
+        len: usize,
+    },
+}
+
+/// What the long link tells its owner; drain with [`LongLink::poll_event`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LongLinkEvent {
+    /// A socket operation to perform.
+    Io(IoAction),
+    /// The monitor wants a connect: answer with [`LongLink::connect`].
+    WantConnect,
+    /// The link is up.
+    Connected {
+        /// The endpoint.
+        addr: SocketAddr,
+        /// How long its TCP connect took.
+        connect_time: Duration,
+    },
+    /// The link is down (or the connect failed). `error` is `None` when the
+    /// caller took it down.
+    Disconnected {
+        /// Why, unless the caller asked.
+        error: Option<Error>,
+    },
+    /// Feed the endpoint history: every racing attempt that ended with a
+    /// verdict, and a failure of the established link caused by the peer.
+    Endpoint(EndpointReport),
+    /// A send-only task was written (Mars: OK once queued to the writer).
+    TaskSent {
+        /// The task.
+        task: TaskId,
+    },
+    /// A task's response arrived.
+    TaskResponse {
+        /// The task.
+        task: TaskId,
+        /// The response frame's command id.
+        cmd_id: u32,
+        /// The response body.
+        body: Bytes,
+        /// From the write to the response's first byte (its header).
+        first_packet_after: Option<Duration>,
+        /// Bytes of the response frame (20-byte header plus body).
+        bytes_received: u64,
+    },
+    /// A running task failed (see the module's failure rules).
+    TaskFailed {
+        /// The task.
+        task: TaskId,
+        /// Why.
+        error: Error,
+    },
+    /// A server push (seq 0).
+    Push {
+        /// Its command id.
+        cmd_id: u32,
+        /// Its body.
+        body: Bytes,
+    },
+    /// The first noop slot of the connection: ask the app for an identify
+    /// packet and answer with [`LongLink::identify_answer`].
+    AskIdentify,
+    /// The response to the identify packet (Mars
+    /// `OnLonglinkIdentifyResponse`), for the app.
+    IdentifyResponse {
+        /// Its command id.
+        cmd_id: u32,
+        /// Its body.
+        body: Bytes,
+    },
+}
+
+/// A task awaiting its response.
+#[derive(Clone, Debug)]
+struct Running {
+    timeouts: ExchangeTimeouts,
+    deadline: Option<Instant>,
+    written_at: Instant,
+    first_byte_at: Option<Instant>,
+    last_byte_at: Option<Instant>,
+}
+
+impl Running {
+    /// The earliest instant at which one of its timers fires.
+    fn next_deadline(&self) -> Instant {
+        let rw = self.written_at + self.timeouts.read_write;
+        let wait = match self.last_byte_at {
+            None => {
+                self.written_at
+                    + self
+                        .timeouts
+                        .long_polling
+                        .unwrap_or(self.timeouts.first_packet)
+            }
+            Some(last) => last + self.timeouts.packet_gap,
+        };
+        rw.min(wait).min(self.deadline.unwrap_or(Instant::MAX))
+    }
+
+    /// Which timer has fired at `now`, if any. The task deadline wins, then
+    /// read-write (Mars: RW overrides), then first-packet or packet-gap.
+    fn expired(&self, now: Instant) -> Option<TimeoutKind> {
+        if self.deadline.is_some_and(|d| d <= now) {
+            return Some(TimeoutKind::Task);
+        }
+        if now >= self.written_at + self.timeouts.read_write {
+            return Some(TimeoutKind::ReadWrite);
+        }
+        match self.last_byte_at {
+            None => match self.timeouts.long_polling {
+                Some(lp) if now >= self.written_at + lp => Some(TimeoutKind::LongPolling),
+                None if now >= self.written_at + self.timeouts.first_packet => {
+                    Some(TimeoutKind::FirstPacket)
+                }
+                _ => None,
+            },
+            Some(last) if now >= last + self.timeouts.packet_gap => Some(TimeoutKind::PacketGap),
+            Some(_) => None,
+        }
+    }
+}
+
+/// The established connection.
+#[derive(Debug)]
+struct Link {
+    conn: ConnId,
+    addr: SocketAddr,
+    decoder: FrameDecoder,
+    heartbeat: Heartbeat,
+    tasks: BTreeMap<TaskId, Running>,
+}
+
+/// The race in progress and the connections of its attempts.
+#[derive(Debug)]
+struct Connecting {
+    race: Race,
+    /// Attempt → its connection, while the attempt is open.
+    conns: BTreeMap<AttemptId, ConnId>,
+}
+
+impl Connecting {
+    fn attempt_of(&self, conn: ConnId) -> Option<AttemptId> {
+        self.conns
+            .iter()
+            .find_map(|(a, c)| (*c == conn).then_some(*a))
+    }
+}
+
+#[derive(Debug)]
+enum Phase {
+    Idle,
+    Connecting(Box<Connecting>),
+    Connected(Box<Link>),
+    Disconnected,
+    Shutdown,
+}
+
+/// Why the established link ends.
+#[derive(Clone, Debug)]
+enum End {
+    /// Per-task timers fired: these tasks, each with its kind.
+    Timeout(Vec<(TaskId, TimeoutKind)>),
+    Heartbeat,
+    Protocol(ProtocolError),
+    Remote(CloseReason),
+    Local(DisconnectReason),
+}
+
+/// The long-link machine. See the [module docs](self).
+#[derive(Debug)]
+pub struct LongLink {
+    config: LongLinkConfig,
+    clock: MonotonicClock,
+    phase: Phase,
+    monitor: ConnectMonitor,
+    events: VecDeque<LongLinkEvent>,
+    unknown_frames: u64,
+}
+
+impl LongLink {
+    /// A link that is down at `now`. The monitor wants a connect at once
+    /// (Mars connects the long link at startup): the first
+    /// [`handle_timeout`](Self::handle_timeout) emits
+    /// [`LongLinkEvent::WantConnect`].
+    pub fn new(now: Instant, config: LongLinkConfig) -> Self {
+        let mut clock = MonotonicClock::new();
+        let now = clock.observe(now);
+        let monitor = ConnectMonitor::new(now, config.monitor.clone(), config.foreground);
+        LongLink {
+            config,
+            clock,
+            phase: Phase::Idle,
+            monitor,
+            events: VecDeque::new(),
+            unknown_frames: 0,
+        }
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &LongLinkConfig {
+        &self.config
+    }
+
+    /// Starts connecting: races `candidates` (in order) with the configured
+    /// [`RaceConfig`]. Ignored while connecting, connected or shut down.
+    pub fn connect(
+        &mut self,
+        now: Instant,
+        candidates: Vec<SocketAddr>,
+        rtt_hint: Option<Duration>,
+        ids: &mut ConnIds,
+    ) {
+        let now = self.clock.observe(now);
+        if !matches!(self.phase, Phase::Idle | Phase::Disconnected) {
+            return;
+        }
+        self.monitor.on_connect_started(now);
+        let race = Race::new(now, self.config.race, candidates, rtt_hint, None);
+        self.phase = Phase::Connecting(Box::new(Connecting {
+            race,
+            conns: BTreeMap::new(),
+        }));
+        self.drain_race(now, Some(ids));
+        self.drain_monitor();
+    }
+
+    /// Takes the link down (or abandons the connect in progress). Running
+    /// tasks fail with [`LocalError::Interrupted`] ([`Error::Shutdown`] for
+    /// [`DisconnectReason::Shutdown`]), then
+    /// [`LongLinkEvent::Disconnected`] with no error. After `User` and `Reset`
+    /// the monitor schedules the reconnect; `NetworkChange` reconnects at once
+    /// ([`on_network_change`](Self::on_network_change)); `Shutdown` never.
+    pub fn disconnect(&mut self, now: Instant, reason: DisconnectReason) {
+        let now = self.clock.observe(now);
+        match reason {
+            DisconnectReason::NetworkChange => self.on_network_change(now),
+            DisconnectReason::User | DisconnectReason::Reset => {
+                if self.teardown(now, End::Local(reason)) {
+                    self.monitor.on_disconnected(now);
+                }
+                self.drain_monitor();
+            }
+            DisconnectReason::Shutdown => {
+                self.teardown(now, End::Local(reason));
+                self.phase = Phase::Shutdown;
+            }
+        }
+    }
+
+    /// The network changed (Mars §8): the link (or connect) is torn down,
+    /// running tasks fail with [`LocalError::Interrupted`], and
+    /// [`LongLinkEvent::WantConnect`] follows at once.
+    pub fn on_network_change(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if matches!(self.phase, Phase::Shutdown) {
+            return;
+        }
+        self.teardown(now, End::Local(DisconnectReason::NetworkChange));
+        self.monitor.on_network_change(now);
+        self.drain_monitor();
+    }
+
+    /// Where the link stands.
+    pub fn state(&self) -> LinkState {
+        match self.phase {
+            Phase::Idle => LinkState::Idle,
+            Phase::Connecting(_) => LinkState::Connecting,
+            Phase::Connected(_) => LinkState::Connected,
+            Phase::Disconnected => LinkState::Disconnected,
+            Phase::Shutdown => LinkState::Shutdown,
+        }
+    }
+
+    /// Whether tasks may be sent.
+    pub fn is_connected(&self) -> bool {
+        matches!(self.phase, Phase::Connected(_))
+    }
+
+    /// The connected endpoint, if connected.
+    pub fn endpoint(&self) -> Option<SocketAddr> {
+        match &self.phase {
+            Phase::Connected(link) => Some(link.addr),
+            _ => None,
+        }
+    }
+
+    /// The established connection, if connected.
+    pub fn conn(&self) -> Option<ConnId> {
+        match &self.phase {
+            Phase::Connected(link) => Some(link.conn),
+            _ => None,
+        }
+    }
+
+    /// Writes `task`'s frame (seq = the task id) now; its timers start now.
+    /// A `send_only` task completes at once with [`LongLinkEvent::TaskSent`]
+    /// and is not tracked; any other awaits its response.
+    ///
+    /// # Errors
+    ///
+    /// [`SendError`] if the link is not connected, the in-flight cap is
+    /// reached, the id is reserved or already running, or the body is too
+    /// large. Nothing is written then.
+    #[allow(clippy::too_many_arguments)] // the design's signature: one call per task
+    pub fn send_task(
+        &mut self,
+        now: Instant,
+        task: TaskId,
+        cmd_id: u32,
+        body: Bytes,
+        timeouts: ExchangeTimeouts,
+        deadline: Option<Instant>,
+        send_only: bool,
+    ) -> Result<(), SendError> {
+        let now = self.clock.observe(now);
+        if task.is_reserved() {
+            return Err(SendError::ReservedId(task));
+        }
+        let Phase::Connected(link) = &mut self.phase else {
+            return Err(SendError::NotConnected);
+        };
+        if link.tasks.contains_key(&task) {
+            return Err(SendError::Duplicate(task));
+        }
+        if !send_only && link.tasks.len() >= self.config.max_in_flight_tasks {
+            return Err(SendError::TooManyInFlight);
+        }
+        let len = body.len();
+        let data = encode(&self.config.codec, &Frame::new(cmd_id, task.get(), body))
+            .ok_or(SendError::TooLarge { len })?;
+        self.events.push_back(LongLinkEvent::Io(IoAction::Send {
+            conn: link.conn,
+            data,
+        }));
+        if send_only {
+            self.events.push_back(LongLinkEvent::TaskSent { task });
+        } else {
+            link.tasks.insert(
+                task,
+                Running {
+                    timeouts,
+                    deadline,
+                    written_at: now,
+                    first_byte_at: None,
+                    last_byte_at: None,
+                },
+            );
+        }
+        // Every write re-arms the noop interval (Mars). An overdue noop
+        // response may time out here, failing the task just written.
+        link.heartbeat.on_write(now);
+        self.drain_heartbeat(now);
+        Ok(())
+    }
+
+    /// Forgets a running task: no event for it; a late response is dropped
+    /// (counted in [`unknown_frames`](Self::unknown_frames)). Unknown ids are
+    /// ignored.
+    pub fn cancel_task(&mut self, now: Instant, task: TaskId) {
+        self.clock.observe(now);
+        if let Phase::Connected(link) = &mut self.phase {
+            link.tasks.remove(&task);
+        }
+    }
+
+    /// Tasks awaiting their response.
+    pub fn in_flight(&self) -> usize {
+        match &self.phase {
+            Phase::Connected(link) => link.tasks.len(),
+            _ => 0,
+        }
+    }
+
+    /// Whether `task` is awaiting its response.
+    pub fn is_running(&self, task: TaskId) -> bool {
+        match &self.phase {
+            Phase::Connected(link) => link.tasks.contains_key(&task),
+            _ => false,
+        }
+    }
+
+    /// Received frames that matched nothing (unknown seq, a cancelled task's
+    /// late response, an unrequested identify response). Noop responses are
+    /// always consumed.
+    pub fn unknown_frames(&self) -> u64 {
+        self.unknown_frames
+    }
+
+    /// Bytes the frame decoder holds (bounded by `20 + max_body_len`).
+    pub fn decoder_buffered_len(&self) -> usize {
+        match &self.phase {
+            Phase::Connected(link) => link.decoder.buffered_len(),
+            _ => 0,
+        }
+    }
+
+    /// Feeds what happened on `conn`. Events for connections this link does
+    /// not own (any more) are ignored.
+    pub fn handle_event(&mut self, now: Instant, conn: ConnId, ev: ConnEvent, ids: &mut ConnIds) {
+        let now = self.clock.observe(now);
+        match &mut self.phase {
+            Phase::Connecting(c) => {
+                let Some(attempt) = c.attempt_of(conn) else {
+                    return;
+                };
+                match ev {
+                    ConnEvent::Connected => c.race.handle_connected(now, attempt),
+                    ConnEvent::ConnectFailed(error) => {
+                        c.conns.remove(&attempt);
+                        c.race.handle_failed(now, attempt, error);
+                    }
+                    ConnEvent::Closed(reason) => {
+                        // Closed before the handshake completed: a failed connect.
+                        c.conns.remove(&attempt);
+                        let error = match reason {
+                            CloseReason::Eof | CloseReason::Reset => ConnectError::Reset,
+                            CloseReason::Error(code) => ConnectError::Other(code),
+                        };
+                        c.race.handle_failed(now, attempt, error);
+                    }
+                    // No data can precede the handshake; drop it.
+                    ConnEvent::Received(_) => return,
+                }
+                self.drain_race(now, Some(ids));
+            }
+            Phase::Connected(link) if link.conn == conn => match ev {
+                ConnEvent::Received(data) => self.on_received(now, data),
+                ConnEvent::Closed(reason) => {
+                    self.teardown(now, End::Remote(reason));
+                    self.monitor.on_disconnected(now);
+                }
+                // Duplicates of the connect result: nothing to do.
+                ConnEvent::Connected | ConnEvent::ConnectFailed(_) => {}
+            },
+            _ => {}
+        }
+        self.drain_monitor();
+    }
+
+    /// Fires every timer due at `now`: the race's, the running tasks', the
+    /// heartbeat's and the monitor's. Idempotent; safe to call early.
+    pub fn handle_timeout(&mut self, now: Instant, ids: &mut ConnIds) {
+        let now = self.clock.observe(now);
+        match &mut self.phase {
+            Phase::Shutdown => return,
+            Phase::Connecting(c) => {
+                c.race.handle_timeout(now);
+                self.drain_race(now, Some(ids));
+            }
+            Phase::Connected(link) => {
+                link.heartbeat.handle_timeout(now);
+                // Heartbeat first: a dead link fails its tasks with the
+                // heartbeat error, not with whichever task timer is due.
+                self.drain_heartbeat(now);
+                self.check_tasks(now);
+            }
+            Phase::Idle | Phase::Disconnected => {}
+        }
+        self.monitor.handle_timeout(now);
+        self.drain_monitor();
+    }
+
+    /// The app's answer to [`LongLinkEvent::AskIdentify`]. Ignored unless the
+    /// link is connected and waiting for it.
+    pub fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
+        let now = self.clock.observe(now);
+        let Phase::Connected(link) = &mut self.phase else {
+            return;
+        };
+        link.heartbeat.identify_answer(now, decision);
+        self.drain_heartbeat(now);
+    }
+
+    /// The app moved to the foreground or background (monitor schedule).
+    pub fn set_foreground(&mut self, now: Instant, fg: bool) {
+        let now = self.clock.observe(now);
+        if matches!(self.phase, Phase::Shutdown) {
+            return;
+        }
+        self.monitor.set_foreground(now, fg);
+        self.drain_monitor();
+    }
+
+    /// A task is waiting for the link (Mars `MakeSureConnected`): the monitor
+    /// asks for a connect when its task interval allows.
+    pub fn task_needs_link(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if matches!(self.phase, Phase::Shutdown) {
+            return;
+        }
+        self.monitor.task_needs_link(now);
+        self.drain_monitor();
+    }
+
+    /// The next event, if any.
+    pub fn poll_event(&mut self) -> Option<LongLinkEvent> {
+        self.events.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next. Never
+    /// earlier than the latest `now` given (a timer already due reads as
+    /// "now").
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut t = match &self.phase {
+            Phase::Shutdown => return None,
+            Phase::Connecting(c) => c.race.poll_timeout(),
+            Phase::Connected(link) => {
+                let mut t = link.heartbeat.poll_timeout().unwrap_or(Instant::MAX);
+                for task in link.tasks.values() {
+                    t = t.min(task.next_deadline());
+                }
+                Some(t)
+            }
+            Phase::Idle | Phase::Disconnected => None,
+        };
+        if let Some(m) = self.monitor.poll_timeout() {
+            t = Some(t.map_or(m, |t| t.min(m)));
+        }
+        t.filter(|t| *t != Instant::MAX)
+            .map(|t| t.max(self.clock.latest()))
+    }
+
+    // ---- internals ----
+
+    /// Turns the race's actions into events; on `Won` the link is up, on
+    /// `Failed` it is down. `ids` is `None` only after `Race::cancel`, which
+    /// starts no attempt.
+    fn drain_race(&mut self, now: Instant, mut ids: Option<&mut ConnIds>) {
+        let Phase::Connecting(c) = &mut self.phase else {
+            return;
+        };
+        let mut outcome = None;
+        while let Some(action) = c.race.poll_action() {
+            match action {
+                RaceAction::Connect { attempt, addr } => match ids.as_deref_mut() {
+                    Some(ids) => {
+                        let conn = ids.next_id();
+                        c.conns.insert(attempt, conn);
+                        self.events
+                            .push_back(LongLinkEvent::Io(IoAction::Connect { conn, addr }));
+                    }
+                    None => c.race.handle_failed(now, attempt, ConnectError::Other(0)),
+                },
+                RaceAction::Cancel { attempt, .. } => {
+                    if let Some(conn) = c.conns.remove(&attempt) {
+                        self.events
+                            .push_back(LongLinkEvent::Io(IoAction::Close { conn }));
+                    }
+                }
+                RaceAction::Report { addr, result, .. } => {
+                    let report = match result {
+                        AttemptResult::Connected { connect_time } => EndpointReport {
+                            addr,
+                            ok: true,
+                            connect_time: Some(connect_time),
+                            error: None,
+                        },
+                        AttemptResult::Failed(error) => connect_failure(addr, error),
+                        // Cancelled by stn (SYNs looked lost, or another
+                        // attempt was faster): no verdict, as the short link.
+                        AttemptResult::Abandoned | AttemptResult::Lost => continue,
+                    };
+                    self.events.push_back(LongLinkEvent::Endpoint(report));
+                }
+                RaceAction::Won {
+                    attempt,
+                    addr,
+                    connect_time,
+                } => outcome = Some(Ok((attempt, addr, connect_time))),
+                RaceAction::Failed {
+                    reason, last_error, ..
+                } => {
+                    let error = match reason {
+                        FailReason::NoCandidates => Error::Dns(DnsError::NoCandidates),
+                        FailReason::Exhausted | FailReason::Deadline => Error::Connect {
+                            addr: c.race.attempts().last().map(|a| a.addr),
+                            error: last_error.unwrap_or(ConnectError::AttemptTimeout),
+                        },
+                    };
+                    outcome = Some(Err(error));
+                }
+            }
+        }
+        match outcome {
+            Some(Ok((attempt, addr, connect_time))) => {
+                let Some(conn) = c.conns.remove(&attempt) else {
+                    // Broken invariant: the winner must be open. Fail the
+                    // connect rather than panic.
+                    self.connect_failed(
+                        now,
+                        Error::Connect {
+                            addr: Some(addr),
+                            error: ConnectError::Other(0),
+                        },
+                    );
+                    return;
+                };
+                // Any other attempt still recorded is already cancelled.
+                for (_, other) in std::mem::take(&mut c.conns) {
+                    self.events
+                        .push_back(LongLinkEvent::Io(IoAction::Close { conn: other }));
+                }
+                self.phase = Phase::Connected(Box::new(Link {
+                    conn,
+                    addr,
+                    decoder: FrameDecoder::new(self.config.codec),
+                    heartbeat: Heartbeat::new(now, self.config.heartbeat.clone()),
+                    tasks: BTreeMap::new(),
+                }));
+                self.events
+                    .push_back(LongLinkEvent::Connected { addr, connect_time });
+                self.monitor.on_connected(now);
+                if let Phase::Connected(link) = &mut self.phase {
+                    // The handshake took about one RTT: stn scales the noop
+                    // timeout from it.
+                    link.heartbeat.set_rtt(connect_time);
+                    link.heartbeat.handle_timeout(now);
+                }
+                self.drain_heartbeat(now);
+            }
+            Some(Err(error)) => {
+                for (_, other) in std::mem::take(&mut c.conns) {
+                    self.events
+                        .push_back(LongLinkEvent::Io(IoAction::Close { conn: other }));
+                }
+                self.connect_failed(now, error);
+            }
+            None => {}
+        }
+    }
+
+    fn connect_failed(&mut self, now: Instant, error: Error) {
+        self.phase = Phase::Disconnected;
+        self.events
+            .push_back(LongLinkEvent::Disconnected { error: Some(error) });
+        self.monitor.on_disconnected(now);
+    }
+
+    fn drain_monitor(&mut self) {
+        while let Some(MonitorAction::Connect { .. }) = self.monitor.poll_action() {
+            if !matches!(self.phase, Phase::Shutdown) {
+                self.events.push_back(LongLinkEvent::WantConnect);
+            }
+        }
+    }
+
+    /// Decodes `data`, dispatching every complete frame; a decode error
+    /// ends the link.
+    fn on_received(&mut self, now: Instant, mut data: Bytes) {
+        let Phase::Connected(link) = &mut self.phase else {
+            return;
+        };
+        if data.is_empty() {
+            return;
+        }
+        // Decode first, dispatch after: dispatching never changes the
+        // decoder, and frames before a decode error are still delivered.
+        let mut frames = Vec::new();
+        let mut failure = None;
+        loop {
+            match link.decoder.decode(&mut data) {
+                Ok(Some(frame)) => {
+                    note_progress(link, frame.seq, now);
+                    frames.push(frame);
+                }
+                Ok(None) => {
+                    if let Some(p) = link.decoder.partial() {
+                        note_progress(link, p.seq, now);
+                    }
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(match e {
+                        DecodeError::HeadLength { .. } => ProtocolError::BadFrameHeader,
+                        DecodeError::ClientVersion { .. } => ProtocolError::VersionMismatch,
+                        DecodeError::BodyTooLarge { .. } => ProtocolError::FrameTooLarge,
+                    });
+                    break;
+                }
+            }
+        }
+        for frame in frames {
+            self.dispatch(now, frame);
+        }
+        if let Some(error) = failure {
+            self.teardown(now, End::Protocol(error));
+            self.monitor.on_disconnected(now);
+        }
+    }
+
+    /// One complete frame: noop response, identify response, push, or a
+    /// task's response (Mars `__RunReadWrite` / `OnResponse` order).
+    fn dispatch(&mut self, now: Instant, frame: Frame) {
+        let Phase::Connected(link) = &mut self.phase else {
+            return;
+        };
+        if frame.is_noop() {
+            link.heartbeat.on_noop_response(now);
+            return;
+        }
+        if frame.seq == IDENTIFY_SEQ {
+            if link.heartbeat.identify_state() == IdentifyState::Sent {
+                // Receiving it completes identify for this connection; the
+                // app sees the body (it cannot reject it through this API).
+                link.heartbeat.on_identify_response(now, true);
+                self.events.push_back(LongLinkEvent::IdentifyResponse {
+                    cmd_id: frame.cmd_id,
+                    body: frame.body,
+                });
+            } else {
+                self.unknown_frames += 1;
+            }
+            return;
+        }
+        if frame.is_push() {
+            self.events.push_back(LongLinkEvent::Push {
+                cmd_id: frame.cmd_id,
+                body: frame.body,
+            });
+            return;
+        }
+        let task = TaskId::new(frame.seq);
+        match link.tasks.remove(&task) {
+            Some(run) => {
+                let bytes_received = frame.encoded_len() as u64;
+                self.events.push_back(LongLinkEvent::TaskResponse {
+                    task,
+                    cmd_id: frame.cmd_id,
+                    body: frame.body,
+                    first_packet_after: run.first_byte_at.map(|t| t - run.written_at),
+                    bytes_received,
+                });
+            }
+            None => self.unknown_frames += 1,
+        }
+    }
+
+    /// Fails the link if any running task's timer has fired.
+    fn check_tasks(&mut self, now: Instant) {
+        let Phase::Connected(link) = &mut self.phase else {
+            return;
+        };
+        let expired: Vec<(TaskId, TimeoutKind)> = link
+            .tasks
+            .iter()
+            .filter_map(|(id, t)| t.expired(now).map(|k| (*id, k)))
+            .collect();
+        if expired.is_empty() {
+            return;
+        }
+        let batch = self.config.batch_on_task_deadline
+            || expired.iter().any(|(_, k)| *k != TimeoutKind::Task);
+        if !batch {
+            for (task, kind) in expired {
+                link.tasks.remove(&task);
+                self.events.push_back(LongLinkEvent::TaskFailed {
+                    task,
+                    error: Error::Timeout(kind),
+                });
+            }
+            return;
+        }
+        self.teardown(now, End::Timeout(expired));
+        self.monitor.on_disconnected(now);
+    }
+
+    /// Carries out the heartbeat's actions: noop and identify writes, the
+    /// identify question; a response timeout ends the link.
+    fn drain_heartbeat(&mut self, now: Instant) {
+        let Phase::Connected(link) = &mut self.phase else {
+            return;
+        };
+        while let Some(action) = link.heartbeat.poll_action() {
+            let frame = match action {
+                HeartbeatAction::SendNoop => Frame::noop(),
+                HeartbeatAction::SendIdentify { cmd_id, body } => {
+                    Frame::new(cmd_id, IDENTIFY_SEQ, body)
+                }
+                HeartbeatAction::AskIdentify => {
+                    self.events.push_back(LongLinkEvent::AskIdentify);
+                    continue;
+                }
+                HeartbeatAction::Timeout { .. } => {
+                    self.teardown(now, End::Heartbeat);
+                    self.monitor.on_disconnected(now);
+                    return;
+                }
+            };
+            // The app's identify body is sent even past the codec's cap: it
+            // is the app's own packet, and the alternative (not sending it)
+            // would time the link out anyway.
+            if let Ok(data) = encode_to_bytes(&frame, self.config.codec.client_version) {
+                self.events.push_back(LongLinkEvent::Io(IoAction::Send {
+                    conn: link.conn,
+                    data,
+                }));
+            }
+        }
+    }
+
+    /// Ends the race or the established link for `end`: closes what is open,
+    /// fails every running task once, reports the endpoint, emits
+    /// `Disconnected`. Returns whether anything was up. The monitor is the
+    /// caller's business.
+    fn teardown(&mut self, now: Instant, end: End) -> bool {
+        match std::mem::replace(&mut self.phase, Phase::Disconnected) {
+            Phase::Connecting(mut c) => {
+                c.race.cancel(now);
+                self.phase = Phase::Connecting(c);
+                self.drain_race(now, None);
+                if let Phase::Connecting(c) =
+                    std::mem::replace(&mut self.phase, Phase::Disconnected)
+                {
+                    for (_, conn) in c.conns {
+                        self.events
+                            .push_back(LongLinkEvent::Io(IoAction::Close { conn }));
+                    }
+                }
+                self.events
+                    .push_back(LongLinkEvent::Disconnected { error: None });
+                true
+            }
+            Phase::Connected(link) => {
+                let Link {
+                    conn, addr, tasks, ..
+                } = *link;
+                let (link_error, peer_fault) = match &end {
+                    End::Timeout(expired) => {
+                        (expired.first().map(|(_, k)| Error::Timeout(*k)), true)
+                    }
+                    End::Heartbeat => (Some(Error::Timeout(TimeoutKind::Heartbeat)), true),
+                    End::Protocol(e) => (Some(Error::Protocol(e.clone())), true),
+                    End::Remote(reason) => (Some(Error::Socket(socket_error(*reason))), true),
+                    End::Local(_) => (None, false),
+                };
+                if !matches!(end, End::Remote(_)) {
+                    self.events
+                        .push_back(LongLinkEvent::Io(IoAction::Close { conn }));
+                }
+                if peer_fault {
+                    self.events
+                        .push_back(LongLinkEvent::Endpoint(EndpointReport {
+                            addr,
+                            ok: false,
+                            connect_time: None,
+                            error: link_error.clone(),
+                        }));
+                }
+                for task in tasks.into_keys() {
+                    let error = match &end {
+                        End::Timeout(expired) => match expired.iter().find(|(t, _)| *t == task) {
+                            Some((_, kind)) => Error::Timeout(*kind),
+                            None => Error::Local(LocalError::Interrupted),
+                        },
+                        End::Heartbeat => Error::Timeout(TimeoutKind::Heartbeat),
+                        End::Protocol(e) => Error::Protocol(e.clone()),
+                        End::Remote(reason) => Error::Socket(socket_error(*reason)),
+                        End::Local(DisconnectReason::Shutdown) => Error::Shutdown,
+                        End::Local(_) => Error::Local(LocalError::Interrupted),
+                    };
+                    self.events
+                        .push_back(LongLinkEvent::TaskFailed { task, error });
+                }
+                self.events
+                    .push_back(LongLinkEvent::Disconnected { error: link_error });
+                true
+            }
+            Phase::Idle => {
+                self.phase = Phase::Idle;
+                false
+            }
+            Phase::Disconnected => false,
+            Phase::Shutdown => {
+                self.phase = Phase::Shutdown;
+                false
+            }
+        }
+    }
+}
+
+/// Records that bytes of a response frame for `seq` arrived at `now`: the
+/// first-packet and packet-gap timers see them.
+fn note_progress(link: &mut Link, seq: u32, now: Instant) {
+    if let Some(run) = link.tasks.get_mut(&TaskId::new(seq)) {
+        run.first_byte_at.get_or_insert(now);
+        run.last_byte_at = Some(now);
+    }
+}
+
+fn encode(codec: &CodecConfig, frame: &Frame) -> Option<Bytes> {
+    let mut buf = BytesMut::with_capacity(frame.encoded_len());
+    codec.encode(frame, &mut buf).ok()?;
+    Some(buf.freeze())
+}
+
+fn connect_failure(addr: SocketAddr, error: ConnectError) -> EndpointReport {
+    EndpointReport {
+        addr,
+        ok: false,
+        connect_time: None,
+        error: Some(Error::Connect {
+            addr: Some(addr),
+            error,
+        }),
+    }
+}
+
+fn socket_error(reason: CloseReason) -> SocketError {
+    match reason {
+        CloseReason::Eof => SocketError::ClosedByPeer,
+        CloseReason::Reset | CloseReason::Error(_) => SocketError::Reset,
+    }
+}

@@ -1,0 +1,766 @@
+//! The short-link exchange: one attempt of one task over fresh TCP
+//! connection(s), Mars's `ShortLink` (reference/mars-stn.md §6).
+//!
+//! A [`ShortLinkExchange`] races the candidate addresses ([`crate::race`]),
+//! sends the Mars HTTP `POST` ([`crate::codec::http::encode_request`]) on the
+//! connection that wins, parses the response incrementally and boundedly
+//! ([`ResponseParser`]), enforces the per-attempt timers, and ends exactly
+//! once with an [`ExchangeResult`]. Retries, candidate ordering, bans and the
+//! timeout formulas are the engine's business: an exchange is one attempt.
+//!
+//! # Rules
+//!
+//! - **Racing.** The race's attempts are mapped to fresh [`ConnId`]s from the
+//!   caller's [`ConnIds`]; its `Connect`/`Cancel` become
+//!   [`IoAction::Connect`]/[`IoAction::Close`]. An empty candidate list ends
+//!   the exchange with [`DnsError::NoCandidates`]; a failed race with
+//!   [`Error::Connect`] naming the last address that failed and how.
+//! - **Timers** (§2.3) start when the request is sent, which is the moment the
+//!   winning connection reports [`ConnEvent::Connected`] (Mars calls `OnSend`
+//!   right after the TCP connect):
+//!   - no response byte within `first_packet` → [`TimeoutKind::FirstPacket`]
+//!     (with `long_polling` set, that duration replaces it →
+//!     [`TimeoutKind::LongPolling`]);
+//!   - after a byte, no further byte within `packet_gap` of the last one →
+//!     [`TimeoutKind::PacketGap`];
+//!   - the response not complete within `read_write` of the send →
+//!     [`TimeoutKind::ReadWrite`];
+//!   - the task's `deadline`, at any phase → [`TimeoutKind::Task`].
+//!
+//!   A deadline at or before `now` has passed. When several have passed by
+//!   the time the machine is woken, the earliest decides; at equal instants
+//!   Mars's check order (task, read-write, long-polling, first-packet,
+//!   packet-gap) breaks the tie. Every input first processes the deadlines up
+//!   to its `now`, so the outcome does not depend on how punctually
+//!   [`ShortLinkExchange::handle_timeout`] was called.
+//! - **Response.** Status 200 → `Ok` with the response; any other status →
+//!   [`Error::Http`]; malformed or over-limit → [`Error::Protocol`] (an
+//!   over-limit `Content-Length` fails when the head is parsed, before any of
+//!   the body is buffered); EOF before the end → [`SocketError::ClosedByPeer`];
+//!   reset or a socket error → [`SocketError::Reset`].
+//! - **Connections.** When the exchange ends, every connection still open or
+//!   connecting gets an [`IoAction::Close`]; one that ended by its own event
+//!   ([`ConnEvent::ConnectFailed`], [`ConnEvent::Closed`]) gets none. Events
+//!   for ids the exchange does not know, or has closed, are ignored, as is
+//!   everything after the end. `Received` before `Connected` is dropped; a
+//!   duplicate `Connected` is ignored; `Closed` while connecting is a failed
+//!   connect; `ConnectFailed` after `Connected` is a reset.
+//! - **Invalid requests** (a cgi, host or header the encoder refuses) end the
+//!   exchange at [`ShortLinkExchange::start`], before any connect, with
+//!   [`Error::Local`] ([`TaskError`]). So does a deadline already passed
+//!   ([`TimeoutKind::Task`]).
+//! - **Endpoint reports** ([`EndpointReport`], for the ban history, §4.2): every
+//!   racing attempt that connected or failed (attempts cancelled without a
+//!   verdict — stn's abandoned or lost attempts — are not reported), and the
+//!   winner's post-connect outcome: success, or a failure for a timeout, HTTP
+//!   status, protocol or socket error (Mars's short link counts all of these
+//!   against the address). Cancellation and the task deadline say nothing
+//!   about the address and are not reported.
+//!
+//! Action order when the exchange ends: the `Close`s, then the post-connect
+//! [`ExchangeAction::Endpoint`] (if any), then [`ExchangeAction::Finished`],
+//! which is always the last action.
+//!
+//! # Example
+//!
+//! ```
+//! use bytes::Bytes;
+//! use stn_proto::io::{ConnEvent, ConnIds, IoAction};
+//! use stn_proto::short_link::*;
+//! use stn_proto::time::{Duration, Instant};
+//!
+//! let addr = "192.0.2.1:80".parse().unwrap();
+//! let mut ids = ConnIds::new();
+//! let t0 = Instant::from_secs(10);
+//! let req = ExchangeRequest {
+//!     candidates: vec![addr],
+//!     host: Some("example.com".into()),
+//!     cgi: "/echo".into(),
+//!     headers: vec![],
+//!     body: Bytes::from_static(b"ping"),
+//!     rtt_hint: None,
+//!     timeouts: ExchangeTimeouts {
+//!         first_packet: Duration::from_secs(12),
+//!         read_write: Duration::from_secs(17),
+//!         packet_gap: Duration::from_secs(8),
+//!         long_polling: None,
+//!     },
+//!     deadline: Some(t0 + Duration::from_secs(40)),
+//! };
+//! let mut ex = ShortLinkExchange::start(t0, &ExchangeConfig::default(), req, &mut ids);
+//! let conn = match ex.poll_action() {
+//!     Some(ExchangeAction::Io(IoAction::Connect { conn, .. })) => conn,
+//!     other => panic!("{other:?}"),
+//! };
+//! assert_eq!(ex.poll_action(), None);
+//!
+//! let t1 = t0 + Duration::from_millis(30);
+//! ex.handle_event(t1, conn, ConnEvent::Connected, &mut ids);
+//! // The connect is reported, then the request goes out.
+//! assert!(matches!(ex.poll_action(), Some(ExchangeAction::Endpoint(r)) if r.ok));
+//! assert!(matches!(ex.poll_action(), Some(ExchangeAction::Io(IoAction::Send { .. }))));
+//! assert_eq!(ex.poll_timeout(), Some(t1 + Duration::from_secs(12))); // first packet
+//!
+//! let t2 = t1 + Duration::from_millis(40);
+//! let reply = Bytes::from_static(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong");
+//! ex.handle_event(t2, conn, ConnEvent::Received(reply), &mut ids);
+//! assert_eq!(ex.poll_action(), Some(ExchangeAction::Io(IoAction::Close { conn })));
+//! assert!(matches!(ex.poll_action(), Some(ExchangeAction::Endpoint(r)) if r.ok));
+//! let Some(ExchangeAction::Finished(result)) = ex.poll_action() else { panic!() };
+//! assert_eq!(result.outcome.unwrap().body, &b"pong"[..]);
+//! assert_eq!(result.connect_time, Some(Duration::from_millis(30)));
+//! assert_eq!(result.first_packet_after, Some(Duration::from_millis(40)));
+//! assert!(ex.is_finished());
+//! assert_eq!(ex.poll_timeout(), None);
+//! ```
+
+use std::collections::{BTreeMap, VecDeque};
+
+use bytes::{Bytes, BytesMut};
+
+use crate::codec::http::{
+    encode_request, HttpError, HttpLimits, HttpResponse, Progress, RequestError, RequestHead,
+    ResponseParser,
+};
+use crate::error::{DnsError, Error, ProtocolError, SocketError, TimeoutKind};
+use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
+use crate::net::{ConnectError, SocketAddr};
+use crate::profile::Profile;
+use crate::race::{AttemptId, AttemptResult, FailReason, Race, RaceAction, RaceConfig};
+use crate::task::TaskError;
+use crate::time::{Duration, Instant, MonotonicClock};
+
+#[cfg(test)]
+mod tests;
+
+/// The per-attempt timers of one exchange, all measured from the moment the
+/// request is sent (see the [module docs](self)). The engine computes them
+/// ([`crate::timeout`]); the exchange only enforces them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExchangeTimeouts {
+    /// No response byte within this → [`TimeoutKind::FirstPacket`]. Not used
+    /// when `long_polling` is set.
+    pub first_packet: Duration,
+    /// The whole response not received within this → [`TimeoutKind::ReadWrite`].
+    pub read_write: Duration,
+    /// After the first byte, no further byte within this of the last one →
+    /// [`TimeoutKind::PacketGap`].
+    pub packet_gap: Duration,
+    /// A long poll: no response byte within this → [`TimeoutKind::LongPolling`]
+    /// (replaces `first_packet`).
+    pub long_polling: Option<Duration>,
+}
+
+/// One attempt of one short-link task: where to connect and what to send.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExchangeRequest {
+    /// Addresses to race, in the engine's order (bans applied); duplicates
+    /// are separate attempts. Empty → [`DnsError::NoCandidates`].
+    pub candidates: Vec<SocketAddr>,
+    /// The `Host` header; `None` → the winning address as `ip:port`.
+    pub host: Option<String>,
+    /// The request path (must start with `/`).
+    pub cgi: String,
+    /// Extra headers, insert-or-update over Mars's fixed ones (case-insensitive).
+    pub headers: Vec<(String, String)>,
+    /// The request body (the app's own framing).
+    pub body: Bytes,
+    /// A recent RTT to these servers, for the race's stagger.
+    pub rtt_hint: Option<Duration>,
+    /// The per-attempt timers.
+    pub timeouts: ExchangeTimeouts,
+    /// The task's deadline: nothing of the exchange outlives it
+    /// ([`TimeoutKind::Task`]).
+    pub deadline: Option<Instant>,
+}
+
+/// Configuration of a [`ShortLinkExchange`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ExchangeConfig {
+    /// How to race the candidates.
+    pub race: RaceConfig,
+    /// Size caps for the response.
+    pub http: HttpLimits,
+}
+
+impl ExchangeConfig {
+    /// The race and HTTP limits of a profile.
+    pub fn for_profile(p: Profile) -> Self {
+        ExchangeConfig {
+            race: RaceConfig::for_profile(p),
+            http: HttpLimits::for_profile(p),
+        }
+    }
+}
+
+impl Default for ExchangeConfig {
+    fn default() -> Self {
+        ExchangeConfig::for_profile(Profile::Stn)
+    }
+}
+
+/// One outcome to record in the endpoint (ban) history.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct EndpointReport {
+    /// The address.
+    pub addr: SocketAddr,
+    /// Success (connected, or a usable response) or failure.
+    pub ok: bool,
+    /// The TCP connect time, when the address connected.
+    pub connect_time: Option<Duration>,
+    /// What failed, for a failure.
+    pub error: Option<Error>,
+}
+
+/// How an exchange ended, with its measurements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExchangeResult {
+    /// The status-200 response, or why the attempt failed.
+    pub outcome: Result<HttpResponse, Error>,
+    /// The address that won the race, if one did.
+    pub endpoint: Option<SocketAddr>,
+    /// The winner's TCP connect time.
+    pub connect_time: Option<Duration>,
+    /// From the send of the request to the first response byte.
+    pub first_packet_after: Option<Duration>,
+    /// When the request was sent (the timers' origin), if it was.
+    pub request_sent_at: Option<Instant>,
+    /// Request bytes sent.
+    pub bytes_sent: u64,
+    /// Response bytes received on the winning connection.
+    pub bytes_received: u64,
+    /// Connection attempts started by the race.
+    pub connect_attempts: u32,
+}
+
+/// What the caller must do; drain with [`ShortLinkExchange::poll_action`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ExchangeAction {
+    /// A socket operation.
+    Io(IoAction),
+    /// Record an outcome in the endpoint history.
+    Endpoint(EndpointReport),
+    /// The exchange is over. Emitted exactly once, always last.
+    Finished(ExchangeResult),
+}
+
+/// Where one of the exchange's connections stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ConnState {
+    /// Racing: waiting for `Connected` or `ConnectFailed`.
+    Connecting(AttemptId),
+    /// Connected and carrying the exchange (the race's winner).
+    Open,
+    /// Closed by us or ended by its own event: nothing more is expected.
+    Gone,
+}
+
+/// One short-link attempt as a sans-IO machine. See the [module docs](self).
+#[derive(Clone, Debug)]
+pub struct ShortLinkExchange {
+    http: HttpLimits,
+    host: Option<String>,
+    cgi: String,
+    headers: Vec<(String, String)>,
+    body: Bytes,
+    timeouts: ExchangeTimeouts,
+    deadline: Option<Instant>,
+    clock: MonotonicClock,
+    /// `None` when the exchange ended before racing (invalid request, expired deadline).
+    race: Option<Race>,
+    conns: BTreeMap<ConnId, ConnState>,
+    attempts: BTreeMap<AttemptId, ConnId>,
+    /// The most recent connect failure, for the race's failure error.
+    last_failure: Option<(SocketAddr, ConnectError)>,
+    winner: Option<(ConnId, SocketAddr)>,
+    connect_time: Option<Duration>,
+    parser: Option<ResponseParser>,
+    sent_at: Option<Instant>,
+    first_byte_at: Option<Instant>,
+    last_recv_at: Option<Instant>,
+    bytes_sent: u64,
+    bytes_received: u64,
+    finished: bool,
+    actions: VecDeque<ExchangeAction>,
+}
+
+impl ShortLinkExchange {
+    /// Starts the attempt at `now`: the first `Connect` is queued at once
+    /// (unless the request is invalid, the deadline has passed or there are no
+    /// candidates, in which case `Finished` is queued instead).
+    pub fn start(
+        now: Instant,
+        cfg: &ExchangeConfig,
+        req: ExchangeRequest,
+        ids: &mut ConnIds,
+    ) -> Self {
+        let mut clock = MonotonicClock::new();
+        let now = clock.observe(now);
+        let mut ex = ShortLinkExchange {
+            http: cfg.http,
+            host: req.host,
+            cgi: req.cgi,
+            headers: req.headers,
+            body: req.body,
+            timeouts: req.timeouts,
+            deadline: req.deadline,
+            clock,
+            race: None,
+            conns: BTreeMap::new(),
+            attempts: BTreeMap::new(),
+            last_failure: None,
+            winner: None,
+            connect_time: None,
+            parser: None,
+            sent_at: None,
+            first_byte_at: None,
+            last_recv_at: None,
+            bytes_sent: 0,
+            bytes_received: 0,
+            finished: false,
+            actions: VecDeque::new(),
+        };
+        // Reject a request that cannot be encoded before opening any socket.
+        // Only an absent host depends on the winner, and `ip:port` is always
+        // valid, so any address stands in for it here.
+        let probe = SocketAddr::from(([0, 0, 0, 0], 0));
+        if let Err(e) = ex.encode(probe) {
+            ex.finish(now, Err(e), None);
+            return ex;
+        }
+        if ex.deadline.is_some_and(|d| d <= now) {
+            ex.finish(now, Err(Error::Timeout(TimeoutKind::Task)), None);
+            return ex;
+        }
+        ex.race = Some(Race::new(
+            now,
+            cfg.race,
+            req.candidates,
+            req.rtt_hint,
+            req.deadline,
+        ));
+        ex.drain_race(now, ids);
+        ex.expire(now);
+        ex
+    }
+
+    /// Whether `conn` is one of this exchange's connections that is still
+    /// connecting or open. Events for any other id are ignored.
+    pub fn owns(&self, conn: ConnId) -> bool {
+        matches!(
+            self.conns.get(&conn),
+            Some(ConnState::Connecting(_) | ConnState::Open)
+        )
+    }
+
+    /// Feeds what happened on `conn` at `now`. Deadlines up to `now` are
+    /// processed first; events for unknown or closed connections, and
+    /// everything after the end, are ignored.
+    pub fn handle_event(&mut self, now: Instant, conn: ConnId, ev: ConnEvent, ids: &mut ConnIds) {
+        let now = self.clock.observe(now);
+        if self.finished {
+            return;
+        }
+        self.advance(now, ids);
+        if self.finished {
+            return;
+        }
+        let Some(&state) = self.conns.get(&conn) else {
+            return;
+        };
+        match (state, ev) {
+            (ConnState::Gone, _) => {}
+            (ConnState::Connecting(attempt), ConnEvent::Connected) => {
+                if let Some(race) = self.race.as_mut() {
+                    race.handle_connected(now, attempt);
+                }
+                self.drain_race(now, ids);
+                // Should the race not have taken it (it always does for a live
+                // attempt), the socket is of no use: close it.
+                if self.conns.get(&conn) == Some(&ConnState::Connecting(attempt)) {
+                    self.close(conn);
+                }
+            }
+            (ConnState::Connecting(attempt), ConnEvent::ConnectFailed(error)) => {
+                self.conns.insert(conn, ConnState::Gone);
+                self.connect_failed(now, attempt, error, ids);
+            }
+            (ConnState::Connecting(attempt), ConnEvent::Closed(reason)) => {
+                // A close before the connect completed is a failed connect.
+                self.conns.insert(conn, ConnState::Gone);
+                let error = match reason {
+                    CloseReason::Eof | CloseReason::Reset => ConnectError::Reset,
+                    CloseReason::Error(code) => ConnectError::Other(code),
+                };
+                self.connect_failed(now, attempt, error, ids);
+            }
+            // Nothing can arrive before the handshake; drop it.
+            (ConnState::Connecting(_), ConnEvent::Received(_)) => {}
+            (ConnState::Open, ConnEvent::Connected) => {}
+            (ConnState::Open, ConnEvent::Received(data)) => self.received(now, &data),
+            (ConnState::Open, ConnEvent::Closed(reason)) => {
+                self.conns.insert(conn, ConnState::Gone);
+                self.closed(now, reason);
+            }
+            (ConnState::Open, ConnEvent::ConnectFailed(_)) => {
+                // Contradicts the earlier `Connected`; the socket is dead either way.
+                self.conns.insert(conn, ConnState::Gone);
+                self.fail_on_winner(now, Error::Socket(SocketError::Reset));
+            }
+        }
+        self.expire(now);
+    }
+
+    /// Processes every deadline at or before `now`. Idempotent; safe to call
+    /// early.
+    pub fn handle_timeout(&mut self, now: Instant, ids: &mut ConnIds) {
+        let now = self.clock.observe(now);
+        if self.finished {
+            return;
+        }
+        self.advance(now, ids);
+    }
+
+    /// Cancels the attempt: every open or connecting connection is closed and
+    /// the exchange finishes with [`Error::Cancelled`] (no endpoint report).
+    /// Ignored once finished.
+    pub fn cancel(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        self.finish(now, Err(Error::Cancelled), None);
+    }
+
+    /// The next action, if any. Drain until `None` after every input.
+    pub fn poll_action(&mut self) -> Option<ExchangeAction> {
+        self.actions.pop_front()
+    }
+
+    /// When to call [`handle_timeout`](Self::handle_timeout) next; `None` once
+    /// finished. After a drain it is later than the latest `now` given.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.finished {
+            return None;
+        }
+        let mut t = self
+            .next_deadline()
+            .map_or(Instant::MAX, |(when, _, _)| when);
+        if let Some(race) = self.race.as_ref().filter(|r| !r.is_finished()) {
+            if let Some(r) = race.poll_timeout() {
+                t = t.min(r);
+            }
+        }
+        (t != Instant::MAX).then_some(t)
+    }
+
+    /// Whether the exchange has ended (its `Finished` may still be queued).
+    pub fn is_finished(&self) -> bool {
+        self.finished
+    }
+
+    // ---- transitions ----
+
+    /// Deadlines first (an expired one ends everything), then the race's.
+    fn advance(&mut self, now: Instant, ids: &mut ConnIds) {
+        self.expire(now);
+        if self.finished {
+            return;
+        }
+        if let Some(race) = self.race.as_mut().filter(|r| !r.is_finished()) {
+            race.handle_timeout(now);
+            self.drain_race(now, ids);
+        }
+        // A win just now sends the request, which may start zero-length timers.
+        self.expire(now);
+    }
+
+    /// Ends the exchange if one of its own deadlines is at or before `now`.
+    fn expire(&mut self, now: Instant) {
+        if self.finished {
+            return;
+        }
+        if let Some((when, _, kind)) = self.next_deadline() {
+            if when <= now {
+                if kind == TimeoutKind::Task {
+                    self.finish(now, Err(Error::Timeout(kind)), None);
+                } else {
+                    self.fail_on_winner(now, Error::Timeout(kind));
+                }
+            }
+        }
+    }
+
+    /// The earliest of the exchange's own deadlines, with Mars's check order
+    /// as the tie-break.
+    fn next_deadline(&self) -> Option<(Instant, u8, TimeoutKind)> {
+        let mut timers: [Option<(Instant, u8, TimeoutKind)>; 3] = [None; 3];
+        timers[0] = self.deadline.map(|d| (d, 0, TimeoutKind::Task));
+        if let Some(sent) = self.sent_at {
+            let t = &self.timeouts;
+            timers[1] = Some((sent + t.read_write, 1, TimeoutKind::ReadWrite));
+            timers[2] = match (self.last_recv_at, t.long_polling) {
+                (None, Some(lp)) => Some((sent + lp, 2, TimeoutKind::LongPolling)),
+                (None, None) => Some((sent + t.first_packet, 3, TimeoutKind::FirstPacket)),
+                (Some(last), _) => Some((last + t.packet_gap, 4, TimeoutKind::PacketGap)),
+            };
+        }
+        timers.into_iter().flatten().min()
+    }
+
+    fn connect_failed(
+        &mut self,
+        now: Instant,
+        attempt: AttemptId,
+        error: ConnectError,
+        ids: &mut ConnIds,
+    ) {
+        if let Some(race) = self.race.as_mut() {
+            race.handle_failed(now, attempt, error);
+        }
+        self.drain_race(now, ids);
+    }
+
+    /// Translates the race's actions; the one place attempts meet connections.
+    fn drain_race(&mut self, now: Instant, ids: &mut ConnIds) {
+        while let Some(action) = self.race.as_mut().and_then(Race::poll_action) {
+            if self.finished {
+                continue; // drain and drop: the exchange already closed everything
+            }
+            match action {
+                RaceAction::Connect { attempt, addr } => {
+                    let conn = ids.next_id();
+                    self.conns.insert(conn, ConnState::Connecting(attempt));
+                    self.attempts.insert(attempt, conn);
+                    self.actions
+                        .push_back(ExchangeAction::Io(IoAction::Connect { conn, addr }));
+                }
+                RaceAction::Cancel { attempt, .. } => {
+                    if let Some(&conn) = self.attempts.get(&attempt) {
+                        self.close(conn);
+                    }
+                }
+                RaceAction::Report { addr, result, .. } => self.report_attempt(addr, result),
+                RaceAction::Won {
+                    attempt,
+                    addr,
+                    connect_time,
+                } => self.won(now, attempt, addr, connect_time),
+                RaceAction::Failed {
+                    reason, last_error, ..
+                } => {
+                    let error = match (reason, self.last_failure) {
+                        (FailReason::NoCandidates, _) => Error::Dns(DnsError::NoCandidates),
+                        (_, Some((addr, error))) => Error::Connect {
+                            addr: Some(addr),
+                            error,
+                        },
+                        (_, None) => Error::Connect {
+                            addr: None,
+                            error: last_error.unwrap_or(ConnectError::AttemptTimeout),
+                        },
+                    };
+                    self.finish(now, Err(error), None);
+                }
+            }
+        }
+    }
+
+    fn report_attempt(&mut self, addr: SocketAddr, result: AttemptResult) {
+        let report = match result {
+            AttemptResult::Connected { connect_time } => EndpointReport {
+                addr,
+                ok: true,
+                connect_time: Some(connect_time),
+                error: None,
+            },
+            AttemptResult::Failed(error) => {
+                self.last_failure = Some((addr, error));
+                EndpointReport {
+                    addr,
+                    ok: false,
+                    connect_time: None,
+                    error: Some(Error::Connect {
+                        addr: Some(addr),
+                        error,
+                    }),
+                }
+            }
+            // Cancelled without a verdict on the address.
+            AttemptResult::Abandoned | AttemptResult::Lost => return,
+        };
+        self.actions.push_back(ExchangeAction::Endpoint(report));
+    }
+
+    /// The race is won: send the request on the winner; the timers start now.
+    fn won(&mut self, now: Instant, attempt: AttemptId, addr: SocketAddr, connect_time: Duration) {
+        let Some(&conn) = self.attempts.get(&attempt) else {
+            // The race won an attempt we never opened: a broken invariant, but
+            // not one worth a panic in release builds.
+            debug_assert!(false, "race won unknown attempt {attempt:?}");
+            self.finish(now, Err(Error::Socket(SocketError::WriteFailed)), None);
+            return;
+        };
+        self.conns.insert(conn, ConnState::Open);
+        self.winner = Some((conn, addr));
+        self.connect_time = Some(connect_time);
+        match self.encode(addr) {
+            Ok(data) => {
+                self.bytes_sent = data.len() as u64;
+                self.sent_at = Some(now);
+                self.parser = Some(ResponseParser::new(self.http));
+                self.actions
+                    .push_back(ExchangeAction::Io(IoAction::Send { conn, data }));
+            }
+            // Validated in `start`; kept total rather than trusted.
+            Err(e) => self.finish(now, Err(e), None),
+        }
+    }
+
+    fn received(&mut self, now: Instant, data: &[u8]) {
+        if data.is_empty() {
+            return;
+        }
+        self.bytes_received = self.bytes_received.saturating_add(data.len() as u64);
+        if self.first_byte_at.is_none() {
+            self.first_byte_at = Some(now);
+        }
+        self.last_recv_at = Some(now);
+        let Some(parser) = self.parser.as_mut() else {
+            return;
+        };
+        match parser.feed(data) {
+            Ok(Progress::Partial | Progress::AfterEnd) => {}
+            Ok(Progress::Complete(response)) => self.complete(now, response),
+            Err(e) => self.fail_on_winner(now, http_error(e)),
+        }
+    }
+
+    fn closed(&mut self, now: Instant, reason: CloseReason) {
+        let error = match reason {
+            CloseReason::Eof => match self.parser.as_mut().map(ResponseParser::finish_eof) {
+                // A close-delimited body, when the limits accept one.
+                Some(Ok(response)) => return self.complete(now, response),
+                Some(Err(e)) => http_error(e),
+                None => Error::Socket(SocketError::ClosedByPeer),
+            },
+            CloseReason::Reset | CloseReason::Error(_) => Error::Socket(SocketError::Reset),
+        };
+        self.fail_on_winner(now, error);
+    }
+
+    fn complete(&mut self, now: Instant, response: HttpResponse) {
+        if response.status == 200 {
+            let report = self.winner_report(None);
+            self.finish(now, Ok(response), report);
+        } else {
+            self.fail_on_winner(
+                now,
+                Error::Http {
+                    status: response.status,
+                },
+            );
+        }
+    }
+
+    /// Ends the exchange with a post-connect failure counted against the winner.
+    fn fail_on_winner(&mut self, now: Instant, error: Error) {
+        let report = self.winner_report(Some(error.clone()));
+        self.finish(now, Err(error), report);
+    }
+
+    fn winner_report(&self, error: Option<Error>) -> Option<EndpointReport> {
+        let (_, addr) = self.winner?;
+        Some(EndpointReport {
+            addr,
+            ok: error.is_none(),
+            connect_time: self.connect_time,
+            error,
+        })
+    }
+
+    fn close(&mut self, conn: ConnId) {
+        if let Some(state) = self.conns.get_mut(&conn) {
+            if *state != ConnState::Gone {
+                *state = ConnState::Gone;
+                self.actions
+                    .push_back(ExchangeAction::Io(IoAction::Close { conn }));
+            }
+        }
+    }
+
+    /// The single exit: closes what is left, reports, then `Finished`.
+    fn finish(
+        &mut self,
+        _now: Instant,
+        outcome: Result<HttpResponse, Error>,
+        report: Option<EndpointReport>,
+    ) {
+        if self.finished {
+            return;
+        }
+        self.finished = true;
+        let live: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, s)| **s != ConnState::Gone)
+            .map(|(c, _)| *c)
+            .collect();
+        for conn in live {
+            self.close(conn);
+        }
+        if let Some(report) = report {
+            self.actions.push_back(ExchangeAction::Endpoint(report));
+        }
+        let result = ExchangeResult {
+            outcome,
+            endpoint: self.winner.map(|(_, a)| a),
+            connect_time: self.connect_time,
+            first_packet_after: match (self.sent_at, self.first_byte_at) {
+                (Some(s), Some(f)) => Some(f - s),
+                _ => None,
+            },
+            request_sent_at: self.sent_at,
+            bytes_sent: self.bytes_sent,
+            bytes_received: self.bytes_received,
+            connect_attempts: self.race.as_ref().map_or(0, Race::attempts_started),
+        };
+        self.actions.push_back(ExchangeAction::Finished(result));
+        // The parser's buffers are of no further use.
+        self.parser = None;
+    }
+
+    fn encode(&self, addr: SocketAddr) -> Result<Bytes, Error> {
+        let mut head = RequestHead::new(self.cgi.clone(), self.host.as_deref(), addr);
+        head.extra_headers.clone_from(&self.headers);
+        let mut out = BytesMut::new();
+        encode_request(&head, &self.body, &mut out).map_err(request_error)?;
+        Ok(out.freeze())
+    }
+}
+
+/// A request that cannot be encoded is an invalid task.
+fn request_error(e: RequestError) -> Error {
+    let task = match e {
+        RequestError::BadCgi(cgi) => TaskError::InvalidCgi { cgi },
+        RequestError::BadHost(host) => TaskError::InvalidHost { host },
+        RequestError::BadHeaderName(name)
+        | RequestError::BadHeaderValue { name }
+        | RequestError::FramingHeader(name) => TaskError::InvalidHeader { name },
+    };
+    Error::from(task)
+}
+
+/// The typed error for a response the parser rejected (Mars §6 mapping).
+fn http_error(e: HttpError) -> Error {
+    let p = match e {
+        HttpError::BadStatusLine => ProtocolError::BadStatusLine,
+        HttpError::BadHeader(_)
+        | HttpError::TooManyHeaders { .. }
+        | HttpError::BadContentLength => ProtocolError::BadHeader,
+        HttpError::HeadTooLarge { .. } => ProtocolError::HeadTooLarge,
+        HttpError::BodyTooLarge { .. } => ProtocolError::BodyTooLarge,
+        HttpError::BadChunk(_) => ProtocolError::BadChunk,
+        HttpError::UnexpectedEof => return Error::Socket(SocketError::ClosedByPeer),
+        HttpError::Status(status) => return Error::Http { status },
+        HttpError::AlreadyComplete => ProtocolError::Other(e.to_string()),
+    };
+    Error::Protocol(p)
+}

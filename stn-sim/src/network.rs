@@ -1,0 +1,387 @@
+//! The wire between the client host and the server hosts: paths, client
+//! sockets, and the dispatch of every non-client event.
+
+use std::collections::btree_map::Entry;
+use std::collections::{BTreeMap, VecDeque};
+use std::net::{IpAddr, SocketAddr};
+
+use stn_proto::rng::Rng;
+use stn_proto::time::Instant;
+
+use crate::client::ClientId;
+use crate::event::EventQueue;
+use crate::host::{HostOutput, ServerAction, ServerConnId, ServerHost};
+use crate::link::{Link, LinkStats, LinkVerdict};
+use crate::path::{Direction, PathSchedule};
+use crate::socket::{SocketError, SocketEvent, SocketId};
+use crate::tcp::{Flags, Segment, TcpConn, TcpStack};
+use crate::trace::{DropReason, Trace};
+
+/// Stream ids for [`Rng::derive`]: one family per kind of component.
+pub(crate) const STREAM_LINK: u64 = 0x4C49_4E4B_0000_0000;
+pub(crate) const STREAM_CLIENT: u64 = 0x434C_4E54_0000_0000;
+
+/// Ephemeral ports (Linux `ip_local_port_range`).
+const PORT_FIRST: u16 = 32768;
+const PORT_LAST: u16 = 60999;
+
+#[derive(Debug)]
+pub(crate) enum NetEvent {
+    Arrive {
+        path: IpAddr,
+        dir: Direction,
+        seg: Segment,
+    },
+    ClientTimer {
+        socket: SocketId,
+    },
+    ServerTimer {
+        host: IpAddr,
+        conn: ServerConnId,
+    },
+    ServerAction {
+        host: IpAddr,
+        conn: ServerConnId,
+        action: ServerAction,
+    },
+    ClientStart {
+        client: ClientId,
+    },
+    ClientWake {
+        client: ClientId,
+        generation: u64,
+    },
+}
+
+#[derive(Debug)]
+struct Path {
+    up: Link,
+    down: Link,
+}
+
+#[derive(Debug)]
+struct ClientSock {
+    owner: ClientId,
+    conn: TcpConn,
+    key: (u16, SocketAddr),
+    /// The client called close/abort: the kernel finishes the connection but
+    /// the client hears nothing more.
+    released: bool,
+    timer: Option<Instant>,
+}
+
+/// Everything but the clients.
+#[derive(Debug)]
+pub(crate) struct Network {
+    pub(crate) now: Instant,
+    seed: u64,
+    pub(crate) queue: EventQueue<NetEvent>,
+    pub(crate) trace: Trace,
+    client_ip: IpAddr,
+    paths: BTreeMap<IpAddr, Path>,
+    hosts: BTreeMap<IpAddr, ServerHost>,
+    sockets: BTreeMap<SocketId, ClientSock>,
+    by_tuple: BTreeMap<(u16, SocketAddr), SocketId>,
+    next_socket: u64,
+    next_port: u16,
+    /// Socket events waiting to be handed to their client.
+    pub(crate) pending: VecDeque<(ClientId, SocketId, SocketEvent)>,
+}
+
+impl Network {
+    pub(crate) fn new(seed: u64, client_ip: IpAddr) -> Self {
+        Network {
+            now: Instant::ZERO,
+            seed,
+            queue: EventQueue::new(),
+            trace: Trace::default(),
+            client_ip,
+            paths: BTreeMap::new(),
+            hosts: BTreeMap::new(),
+            sockets: BTreeMap::new(),
+            by_tuple: BTreeMap::new(),
+            next_socket: 0,
+            next_port: PORT_FIRST,
+            pending: VecDeque::new(),
+        }
+    }
+
+    pub(crate) fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Adds (or replaces) the host at `ip` and the path to it. Each path's
+    /// random streams depend only on the root seed and the host address, so
+    /// adding another host does not change this one's loss pattern.
+    pub(crate) fn add_host(
+        &mut self,
+        ip: IpAddr,
+        path: PathSchedule,
+        stack: TcpStack,
+    ) -> &mut ServerHost {
+        let base = STREAM_LINK ^ (ip_key(ip) << 2);
+        let up = Link::new(
+            path.up,
+            Rng::derive(self.seed, base),
+            Rng::derive(self.seed, base | 1),
+        );
+        let down = Link::new(
+            path.down,
+            Rng::derive(self.seed, base | 2),
+            Rng::derive(self.seed, base | 3),
+        );
+        self.paths.insert(ip, Path { up, down });
+        let host = ServerHost::new(ip, stack);
+        match self.hosts.entry(ip) {
+            Entry::Occupied(mut o) => {
+                o.insert(host);
+                o.into_mut()
+            }
+            Entry::Vacant(v) => v.insert(host),
+        }
+    }
+
+    pub(crate) fn host(&self, ip: IpAddr) -> Option<&ServerHost> {
+        self.hosts.get(&ip)
+    }
+
+    pub(crate) fn host_mut(&mut self, ip: IpAddr) -> Option<&mut ServerHost> {
+        self.hosts.get_mut(&ip)
+    }
+
+    pub(crate) fn link_stats(&self, ip: IpAddr) -> Option<(LinkStats, LinkStats)> {
+        self.paths.get(&ip).map(|p| (p.up.stats(), p.down.stats()))
+    }
+
+    // ---- client socket operations -------------------------------------
+
+    pub(crate) fn connect(
+        &mut self,
+        owner: ClientId,
+        remote: SocketAddr,
+        stack: &TcpStack,
+    ) -> SocketId {
+        let port = self.allocate_port(remote);
+        let id = SocketId(self.next_socket);
+        self.next_socket += 1;
+        let local = SocketAddr::new(self.client_ip, port);
+        let conn = TcpConn::connect(self.now, local, remote, stack.clone());
+        self.by_tuple.insert((port, remote), id);
+        self.sockets.insert(
+            id,
+            ClientSock {
+                owner,
+                conn,
+                key: (port, remote),
+                released: false,
+                timer: None,
+            },
+        );
+        self.drive_socket(id);
+        id
+    }
+
+    fn allocate_port(&mut self, remote: SocketAddr) -> u16 {
+        let span = u32::from(PORT_LAST - PORT_FIRST) + 1;
+        for _ in 0..span {
+            let p = self.next_port;
+            self.next_port = if p >= PORT_LAST { PORT_FIRST } else { p + 1 };
+            if !self.by_tuple.contains_key(&(p, remote)) {
+                return p;
+            }
+        }
+        // Every port to this server is busy: reuse one (never happens in
+        // practice; the old connection keeps receiving its own segments).
+        self.next_port
+    }
+
+    fn owned(&mut self, owner: ClientId, id: SocketId) -> Result<&mut ClientSock, SocketError> {
+        match self.sockets.get_mut(&id) {
+            Some(s) if s.owner == owner && !s.released => Ok(s),
+            _ => Err(SocketError::UnknownSocket),
+        }
+    }
+
+    pub(crate) fn send(
+        &mut self,
+        owner: ClientId,
+        id: SocketId,
+        data: &[u8],
+    ) -> Result<(), SocketError> {
+        let now = self.now;
+        self.owned(owner, id)?.conn.send(now, data)?;
+        self.drive_socket(id);
+        Ok(())
+    }
+
+    pub(crate) fn close(&mut self, owner: ClientId, id: SocketId) -> Result<(), SocketError> {
+        let now = self.now;
+        let s = self.owned(owner, id)?;
+        s.released = true;
+        s.conn.close(now);
+        self.drive_socket(id);
+        Ok(())
+    }
+
+    pub(crate) fn abort(&mut self, owner: ClientId, id: SocketId) -> Result<(), SocketError> {
+        let now = self.now;
+        let s = self.owned(owner, id)?;
+        s.released = true;
+        s.conn.abort(now);
+        self.drive_socket(id);
+        Ok(())
+    }
+
+    /// Drains a client connection: segments to the wire, events to the
+    /// pending queue, timer to the event queue; forgets it once closed.
+    fn drive_socket(&mut self, id: SocketId) {
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
+        let mut out = Vec::new();
+        while let Some(seg) = s.conn.poll_transmit() {
+            out.push(seg);
+        }
+        while let Some(ev) = s.conn.poll_event() {
+            if !s.released {
+                self.pending.push_back((s.owner, id, ev));
+            }
+        }
+        if s.conn.is_closed() {
+            let key = s.key;
+            self.sockets.remove(&id);
+            if self.by_tuple.get(&key) == Some(&id) {
+                self.by_tuple.remove(&key);
+            }
+        } else {
+            let next = s.conn.poll_timeout();
+            if next.is_some() && next != s.timer {
+                s.timer = next;
+                if let Some(t) = next {
+                    self.queue.push(t, NetEvent::ClientTimer { socket: id });
+                }
+            }
+        }
+        for seg in out {
+            self.transmit(Direction::Up, seg);
+        }
+    }
+
+    // ---- the wire -------------------------------------------------------
+
+    fn transmit(&mut self, dir: Direction, seg: Segment) {
+        let path_ip = match dir {
+            Direction::Up => seg.dst.ip(),
+            Direction::Down => seg.src.ip(),
+        };
+        let Some(path) = self.paths.get_mut(&path_ip) else {
+            self.trace.dropped(self.now, dir, DropReason::NoRoute, &seg);
+            return;
+        };
+        let link = match dir {
+            Direction::Up => &mut path.up,
+            Direction::Down => &mut path.down,
+        };
+        match link.offer(self.now, seg.wire_len()) {
+            LinkVerdict::Deliver(at) => self.queue.push(
+                at,
+                NetEvent::Arrive {
+                    path: path_ip,
+                    dir,
+                    seg,
+                },
+            ),
+            LinkVerdict::Lost => self.trace.dropped(self.now, dir, DropReason::Loss, &seg),
+            LinkVerdict::QueueFull => {
+                self.trace
+                    .dropped(self.now, dir, DropReason::QueueFull, &seg)
+            }
+        }
+    }
+
+    fn apply_host_output(&mut self, host: IpAddr, out: HostOutput) {
+        for (conn, t) in out.timers {
+            self.queue.push(t, NetEvent::ServerTimer { host, conn });
+        }
+        for (t, conn, action) in out.actions {
+            self.queue
+                .push(t, NetEvent::ServerAction { host, conn, action });
+        }
+        for seg in out.segments {
+            self.transmit(Direction::Down, seg);
+        }
+    }
+
+    /// Handles every event that does not involve calling a client.
+    pub(crate) fn handle(&mut self, ev: NetEvent) {
+        let now = self.now;
+        match ev {
+            NetEvent::Arrive { path, dir, seg } => {
+                self.trace.delivered(now, dir, &seg);
+                match dir {
+                    Direction::Up => {
+                        let mut out = HostOutput::default();
+                        if let Some(h) = self.hosts.get_mut(&path) {
+                            h.handle_segment(now, &seg, &mut out);
+                        }
+                        self.apply_host_output(path, out);
+                    }
+                    Direction::Down => {
+                        if seg.dst.ip() != self.client_ip {
+                            return;
+                        }
+                        let Some(&id) = self.by_tuple.get(&(seg.dst.port(), seg.src)) else {
+                            // No socket (closed, or abandoned while connecting):
+                            // the kernel answers with RST, e.g. to a late SYN-ACK.
+                            if !seg.flags.contains(Flags::RST) {
+                                self.transmit(Direction::Up, Segment::reset_for(now, &seg));
+                            }
+                            return;
+                        };
+                        if let Some(s) = self.sockets.get_mut(&id) {
+                            s.conn.handle_segment(now, &seg);
+                        }
+                        self.drive_socket(id);
+                    }
+                }
+            }
+            NetEvent::ClientTimer { socket } => {
+                let Some(s) = self.sockets.get_mut(&socket) else {
+                    return;
+                };
+                if s.timer != Some(now) {
+                    return; // superseded
+                }
+                s.timer = None;
+                s.conn.handle_timeout(now);
+                self.drive_socket(socket);
+            }
+            NetEvent::ServerTimer { host, conn } => {
+                let mut out = HostOutput::default();
+                if let Some(h) = self.hosts.get_mut(&host) {
+                    h.handle_timer(now, conn, &mut out);
+                }
+                self.apply_host_output(host, out);
+            }
+            NetEvent::ServerAction { host, conn, action } => {
+                let mut out = HostOutput::default();
+                if let Some(h) = self.hosts.get_mut(&host) {
+                    h.handle_action(now, conn, action, &mut out);
+                }
+                self.apply_host_output(host, out);
+            }
+            // Client events are dispatched by the simulation.
+            NetEvent::ClientStart { .. } | NetEvent::ClientWake { .. } => {}
+        }
+    }
+}
+
+fn ip_key(ip: IpAddr) -> u64 {
+    match ip {
+        IpAddr::V4(v4) => u64::from(u32::from(v4)),
+        IpAddr::V6(v6) => {
+            let b = u128::from(v6);
+            (b as u64) ^ ((b >> 64) as u64) ^ (1 << 61)
+        }
+    }
+}

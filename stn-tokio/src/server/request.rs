@@ -1,0 +1,461 @@
+//! A small, bounded HTTP/1.x *request* parser for the reference server's short
+//! link. stn-proto only parses responses (the client side); a server needs the
+//! other direction, and only the subset Mars clients send: a request line,
+//! header fields and a `Content-Length` body. Chunked request bodies are
+//! refused (411), as are heads and bodies over the configured caps.
+
+use bytes::{Bytes, BytesMut};
+
+/// Caps for one request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RequestLimits {
+    /// Largest head: request line, header lines and the empty line.
+    pub(crate) max_head_len: usize,
+    /// Most header fields.
+    pub(crate) max_headers: usize,
+    /// Largest `Content-Length`.
+    pub(crate) max_body_len: usize,
+}
+
+/// The request line's protocol version.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Version {
+    Http10,
+    Http11,
+}
+
+/// One complete request.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Request {
+    pub(crate) method: String,
+    /// The request target as sent (origin form `/cgi?q` or absolute form
+    /// `http://host/cgi` when the client goes through a proxy).
+    pub(crate) target: String,
+    pub(crate) version: Version,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Bytes,
+}
+
+impl Request {
+    /// The first value of header `name`, ignoring ASCII case.
+    #[cfg(test)]
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
+        header(&self.headers, name)
+    }
+
+    /// The path of the target, without query and, for the absolute form,
+    /// without scheme and authority.
+    pub(crate) fn path(&self) -> &str {
+        let target = self.target.as_str();
+        let path = match target.find("://") {
+            Some(i) => {
+                let after = &target[i + 3..];
+                after.find('/').map_or("/", |j| &after[j..])
+            }
+            None => target,
+        };
+        path.split(['?', '#']).next().unwrap_or(path)
+    }
+
+    /// Whether the connection stays open after the response: HTTP/1.1 unless
+    /// `Connection: close`, HTTP/1.0 only with `Connection: keep-alive`.
+    pub(crate) fn keep_alive(&self) -> bool {
+        let has = |token: &str| {
+            self.headers
+                .iter()
+                .filter(|(n, _)| n.eq_ignore_ascii_case("connection"))
+                .flat_map(|(_, v)| v.split(','))
+                .any(|t| t.trim().eq_ignore_ascii_case(token))
+        };
+        match self.version {
+            Version::Http11 => !has("close"),
+            Version::Http10 => has("keep-alive") && !has("close"),
+        }
+    }
+}
+
+/// Why a request was refused; each maps to the status the server answers
+/// before closing the connection.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum RequestError {
+    #[error("malformed request: {0}")]
+    Malformed(&'static str),
+    #[error("request head larger than {0} bytes")]
+    HeadTooLarge(usize),
+    #[error("more than {0} header fields")]
+    TooManyHeaders(usize),
+    #[error("request body of {len} bytes exceeds the {limit}-byte limit")]
+    BodyTooLarge { len: u64, limit: usize },
+    #[error("Transfer-Encoding request bodies are not supported; send Content-Length")]
+    LengthRequired,
+    #[error("unsupported HTTP version")]
+    Version,
+}
+
+impl RequestError {
+    /// The response status for this error.
+    pub(crate) fn status(&self) -> u16 {
+        match self {
+            RequestError::Malformed(_) => 400,
+            RequestError::HeadTooLarge(_) | RequestError::TooManyHeaders(_) => 431,
+            RequestError::BodyTooLarge { .. } => 413,
+            RequestError::LengthRequired => 411,
+            RequestError::Version => 505,
+        }
+    }
+}
+
+/// The parsed head of the request in progress, waiting for its body.
+#[derive(Debug)]
+struct Head {
+    method: String,
+    target: String,
+    version: Version,
+    headers: Vec<(String, String)>,
+    head_len: usize,
+    body_len: usize,
+}
+
+/// Incremental request parser over the connection's read buffer.
+///
+/// Call [`parse`](Self::parse) after every read; it takes a complete request
+/// off the front of the buffer (leaving pipelined bytes for the next call) and
+/// never looks at more than `max_head_len` bytes for a head.
+#[derive(Debug)]
+pub(crate) struct RequestParser {
+    limits: RequestLimits,
+    /// Bytes of the buffer already searched for the end of the head.
+    scanned: usize,
+    head: Option<Head>,
+    /// A `100 Continue` is owed for the current head.
+    continue_pending: bool,
+}
+
+impl RequestParser {
+    pub(crate) fn new(limits: RequestLimits) -> Self {
+        RequestParser {
+            limits,
+            scanned: 0,
+            head: None,
+            continue_pending: false,
+        }
+    }
+
+    /// Parses from the front of `buf`. `Ok(None)`: read more.
+    pub(crate) fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<Request>, RequestError> {
+        if self.head.is_none() {
+            let Some(head_len) = self.find_head_end(buf)? else {
+                return Ok(None);
+            };
+            let head = parse_head(&buf[..head_len], head_len, &self.limits)?;
+            self.continue_pending = head.body_len > 0
+                && buf.len() < head_len + head.body_len
+                && header(&head.headers, "expect")
+                    .is_some_and(|v| v.eq_ignore_ascii_case("100-continue"));
+            self.head = Some(head);
+        }
+        let Some(head) = &self.head else {
+            return Ok(None);
+        };
+        let total = head.head_len + head.body_len;
+        if buf.len() < total {
+            return Ok(None);
+        }
+        let head = self.head.take().unwrap_or_else(|| unreachable!());
+        let mut whole = buf.split_to(total);
+        let body = whole.split_off(head.head_len).freeze();
+        self.scanned = 0;
+        self.continue_pending = false;
+        Ok(Some(Request {
+            method: head.method,
+            target: head.target,
+            version: head.version,
+            headers: head.headers,
+            body,
+        }))
+    }
+
+    /// Whether the client asked for `100 Continue` before sending the body of
+    /// the request in progress; true once per request.
+    pub(crate) fn take_continue(&mut self) -> bool {
+        std::mem::take(&mut self.continue_pending)
+    }
+
+    /// Whether part of a request has been received (so an EOF now is abrupt).
+    pub(crate) fn in_request(&self, buf: &BytesMut) -> bool {
+        self.head.is_some() || !buf.is_empty()
+    }
+
+    /// The length of the head (through its empty line) once it is all in.
+    fn find_head_end(&mut self, buf: &BytesMut) -> Result<Option<usize>, RequestError> {
+        let limit = self.limits.max_head_len;
+        let window = &buf[..buf.len().min(limit)];
+        // Restart a little before where the last scan stopped: the terminator
+        // may straddle two reads.
+        let from = self.scanned.saturating_sub(3);
+        for i in from..window.len() {
+            if window[i] == b'\n' {
+                let prev = &window[..i];
+                if prev.ends_with(b"\n") || prev.ends_with(b"\n\r") {
+                    return Ok(Some(i + 1));
+                }
+            }
+        }
+        self.scanned = window.len();
+        if buf.len() >= limit {
+            return Err(RequestError::HeadTooLarge(limit));
+        }
+        Ok(None)
+    }
+}
+
+fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(n, _)| n.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+fn parse_head(raw: &[u8], head_len: usize, limits: &RequestLimits) -> Result<Head, RequestError> {
+    let text = std::str::from_utf8(raw).map_err(|_| RequestError::Malformed("non-UTF-8 head"))?;
+    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
+    let request_line = lines.next().unwrap_or_default();
+    let mut parts = request_line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(RequestError::Malformed("request line"));
+    };
+    if method.is_empty() || !method.bytes().all(is_tchar) {
+        return Err(RequestError::Malformed("method"));
+    }
+    if target.is_empty() || !target.bytes().all(|b| b.is_ascii_graphic()) {
+        return Err(RequestError::Malformed("request target"));
+    }
+    let version = match version {
+        "HTTP/1.1" => Version::Http11,
+        "HTTP/1.0" => Version::Http10,
+        v if v.starts_with("HTTP/") => return Err(RequestError::Version),
+        _ => return Err(RequestError::Malformed("version")),
+    };
+
+    let mut headers = Vec::new();
+    for line in lines {
+        if line.is_empty() {
+            break;
+        }
+        if headers.len() == limits.max_headers {
+            return Err(RequestError::TooManyHeaders(limits.max_headers));
+        }
+        let Some((name, value)) = line.split_once(':') else {
+            return Err(RequestError::Malformed("header line without ':'"));
+        };
+        if name.is_empty() || !name.bytes().all(is_tchar) {
+            return Err(RequestError::Malformed("header name"));
+        }
+        let value = value.trim_matches([' ', '\t']);
+        if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
+            return Err(RequestError::Malformed("header value"));
+        }
+        headers.push((name.to_owned(), value.to_owned()));
+    }
+
+    if header(&headers, "transfer-encoding").is_some() {
+        return Err(RequestError::LengthRequired);
+    }
+    let mut body_len: Option<u64> = None;
+    for (_, value) in headers
+        .iter()
+        .filter(|(n, _)| n.eq_ignore_ascii_case("content-length"))
+    {
+        if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+            return Err(RequestError::Malformed("Content-Length"));
+        }
+        let len: u64 = value
+            .parse()
+            .map_err(|_| RequestError::Malformed("Content-Length"))?;
+        if body_len.is_some_and(|seen| seen != len) {
+            return Err(RequestError::Malformed("conflicting Content-Length"));
+        }
+        body_len = Some(len);
+    }
+    let body_len = body_len.unwrap_or(0);
+    if body_len > limits.max_body_len as u64 {
+        return Err(RequestError::BodyTooLarge {
+            len: body_len,
+            limit: limits.max_body_len,
+        });
+    }
+    Ok(Head {
+        method: method.to_owned(),
+        target: target.to_owned(),
+        version,
+        headers,
+        head_len,
+        // Fits: bounded by max_body_len, a usize.
+        body_len: body_len as usize,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIMITS: RequestLimits = RequestLimits {
+        max_head_len: 256,
+        max_headers: 4,
+        max_body_len: 16,
+    };
+
+    fn parse_all(chunks: &[&[u8]]) -> (Vec<Request>, Option<RequestError>) {
+        let mut parser = RequestParser::new(LIMITS);
+        let mut buf = BytesMut::new();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            buf.extend_from_slice(chunk);
+            loop {
+                match parser.parse(&mut buf) {
+                    Ok(Some(r)) => out.push(r),
+                    Ok(None) => break,
+                    Err(e) => return (out, Some(e)),
+                }
+            }
+        }
+        (out, None)
+    }
+
+    const POST: &[u8] =
+        b"POST /mars/hello2?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\n\r\nhello";
+
+    #[test]
+    fn whole_and_byte_by_byte_agree() {
+        let (whole, err) = parse_all(&[POST]);
+        assert_eq!(err, None);
+        assert_eq!(whole.len(), 1);
+        let r = &whole[0];
+        assert_eq!(
+            (r.method.as_str(), r.path(), &r.body[..]),
+            ("POST", "/mars/hello2", &b"hello"[..])
+        );
+        assert_eq!(r.header("content-length"), Some("5"));
+        assert!(r.keep_alive());
+        let bytes: Vec<&[u8]> = POST.chunks(1).collect();
+        let (split, err) = parse_all(&bytes);
+        assert_eq!(err, None);
+        assert_eq!(split, whole);
+    }
+
+    #[test]
+    fn pipelined_requests_and_bare_lf() {
+        let mut wire = POST.to_vec();
+        wire.extend_from_slice(b"GET http://h:1/p/q HTTP/1.0\nConnection: keep-alive\n\n");
+        wire.extend_from_slice(b"GET / HTTP/1.0\r\n\r\n");
+        let (reqs, err) = parse_all(&[&wire]);
+        assert_eq!(err, None);
+        assert_eq!(reqs.len(), 3);
+        assert_eq!(reqs[1].path(), "/p/q");
+        assert!(reqs[1].keep_alive());
+        assert!(!reqs[2].keep_alive());
+        assert!(reqs[2].body.is_empty());
+    }
+
+    #[test]
+    fn connection_close_token() {
+        let (reqs, _) = parse_all(&[b"POST /a HTTP/1.1\r\nConnection: Keep-Alive, Close\r\n\r\n"]);
+        assert!(!reqs[0].keep_alive());
+    }
+
+    #[test]
+    fn errors_map_to_statuses() {
+        let cases: &[(&[u8], u16)] = &[
+            (
+                b"POST /a HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n",
+                411,
+            ),
+            (b"POST /a HTTP/1.1\r\nContent-Length: 17\r\n\r\n", 413),
+            (b"POST /a HTTP/1.1\r\nContent-Length: -1\r\n\r\n", 400),
+            (
+                b"POST /a HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n",
+                400,
+            ),
+            (b"POST /a HTTP/2.0\r\n\r\n", 505),
+            (b"POST /a\r\n\r\n", 400),
+            (b"POST  /a HTTP/1.1\r\n\r\n", 400),
+            (b"POST /a HTTP/1.1\r\nNo colon\r\n\r\n", 400),
+            (b"POST /a HTTP/1.1\r\nBad Name: x\r\n\r\n", 400),
+            (
+                b"POST /a HTTP/1.1\r\na: 1\r\nb: 2\r\nc: 3\r\nd: 4\r\ne: 5\r\n\r\n",
+                431,
+            ),
+            (&[b'A'; 300], 431),
+        ];
+        for (wire, status) in cases {
+            let (reqs, err) = parse_all(&[wire]);
+            assert!(reqs.is_empty());
+            let err =
+                err.unwrap_or_else(|| panic!("no error for {:?}", String::from_utf8_lossy(wire)));
+            assert_eq!(err.status(), *status, "{err}");
+        }
+    }
+
+    #[test]
+    fn head_cap_is_checked_without_a_terminator() {
+        let mut parser = RequestParser::new(LIMITS);
+        let mut buf = BytesMut::from(&b"POST /a HTTP/1.1\r\nX: "[..]);
+        assert_eq!(parser.parse(&mut buf), Ok(None));
+        buf.extend_from_slice(&[b'x'; 300]);
+        assert_eq!(parser.parse(&mut buf), Err(RequestError::HeadTooLarge(256)));
+    }
+
+    #[test]
+    fn expect_continue_is_signalled_once() {
+        let mut parser = RequestParser::new(LIMITS);
+        let mut buf = BytesMut::from(
+            &b"POST /a HTTP/1.1\r\nExpect: 100-continue\r\nContent-Length: 2\r\n\r\n"[..],
+        );
+        assert_eq!(parser.parse(&mut buf), Ok(None));
+        assert!(parser.take_continue());
+        assert!(!parser.take_continue());
+        assert!(parser.in_request(&buf));
+        buf.extend_from_slice(b"hi");
+        let req = parser.parse(&mut buf).unwrap().unwrap();
+        assert_eq!(&req.body[..], b"hi");
+        assert!(buf.is_empty());
+        assert!(!parser.in_request(&buf));
+    }
+
+    #[test]
+    fn garbage_never_panics_and_chunking_does_not_matter() {
+        // A cheap deterministic sweep over odd inputs (xorshift over an
+        // alphabet of the bytes that matter to the parser).
+        const ALPHABET: &[u8] = b"POST /a HTTP/1.1\r\n\n: -0123456789\x00\xff";
+        let mut seed = 0x2545_F491_4F6C_DD1Du64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for _ in 0..2000 {
+            let len = next() % 80;
+            let mut wire: Vec<u8> = (0..len)
+                .map(|_| ALPHABET[(next() % ALPHABET.len() as u64) as usize])
+                .collect();
+            if next() % 2 == 0 {
+                wire.splice(0..0, b"POST /a HTTP/1.1\r\n".iter().copied());
+            }
+            let whole = parse_all(&[&wire]);
+            let bytes: Vec<&[u8]> = wire.chunks(1).collect();
+            assert_eq!(
+                parse_all(&bytes),
+                whole,
+                "{:?}",
+                String::from_utf8_lossy(&wire)
+            );
+        }
+    }
+}
