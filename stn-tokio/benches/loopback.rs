@@ -2,8 +2,8 @@
 //! baseline, on the same reference server (issue #5 item 8).
 //!
 //! ```text
-//! cargo bench -p stn-tokio --bench loopback              # 2 s warm-up, 10 s per scenario
-//! cargo bench -p stn-tokio --bench loopback -- --quick   # 0.5 s warm-up, 2 s per scenario
+//! cargo bench -p stn-tokio --bench loopback              # 3 rounds × (2 s warm-up + 5 s) per scenario
+//! cargo bench -p stn-tokio --bench loopback -- --quick   # 1 round × (0.5 s warm-up + 2 s)
 //! ```
 //!
 //! The parent process starts the reference server in-process (127.0.0.1,
@@ -114,6 +114,9 @@ struct Opts {
     bench: bool,
     /// Run everything in this process (no per-scenario memory figures).
     in_process: bool,
+    /// Each scenario runs this many times, interleaved (A B C D A B C D …);
+    /// the table shows the median round by requests/s and the range.
+    rounds: usize,
     only: Vec<Scenario>,
     /// Child mode: run this scenario against these addresses, print a result line.
     child: Option<(Scenario, SocketAddr, SocketAddr)>,
@@ -122,9 +125,10 @@ struct Opts {
 fn parse_args() -> Result<Opts, String> {
     let mut opts = Opts {
         warmup: Duration::from_secs(2),
-        measure: Duration::from_secs(10),
+        measure: Duration::from_secs(5),
         bench: false,
         in_process: false,
+        rounds: 3,
         only: Vec::new(),
         child: None,
     };
@@ -150,6 +154,15 @@ fn parse_args() -> Result<Opts, String> {
             "--quick" => {
                 opts.warmup = Duration::from_millis(500);
                 opts.measure = Duration::from_secs(2);
+                opts.rounds = 1;
+            }
+            "--rounds" => {
+                let v = args.next().ok_or("--rounds needs a count")?;
+                opts.rounds = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or(format!("bad round count {v:?}"))?;
             }
             "--warmup-secs" => opts.warmup = secs(args.next())?,
             "--measure-secs" => opts.measure = secs(args.next())?,
@@ -169,7 +182,7 @@ fn parse_args() -> Result<Opts, String> {
             "--short" => short = Some(addr(args.next())?),
             "--help" | "-h" => {
                 return Err(
-                    "usage: loopback [--quick] [--warmup-secs S] [--measure-secs S] \
+                    "usage: loopback [--quick] [--warmup-secs S] [--measure-secs S] [--rounds N] \
                      [--only stn-long,base-long,stn-short,base-short] [--in-process]"
                         .to_owned(),
                 )
@@ -494,6 +507,18 @@ struct Outcome {
     peak_kb: Option<u64>,
     server_peak_kb: Option<u64>,
     first_error: String,
+    /// Requests/s of the slowest and fastest round (parent only).
+    rps_range: Option<(f64, f64)>,
+}
+
+impl Outcome {
+    fn rps(&self) -> f64 {
+        if self.secs > 0.0 {
+            self.requests as f64 / self.secs
+        } else {
+            0.0
+        }
+    }
 }
 
 struct Shared {
@@ -678,6 +703,7 @@ fn decode_outcome(line: &str) -> Option<Outcome> {
         peak_kb: opt(f[10]),
         server_peak_kb: None,
         first_error: f[11].to_owned(),
+        rps_range: None,
     })
 }
 
@@ -761,14 +787,13 @@ fn table(rows: &[Outcome], separate_processes: bool) -> String {
             Some(s) => s.label(),
             None => o.scenario.as_str(),
         };
-        let rps = if o.secs > 0.0 {
-            o.requests as f64 / o.secs
-        } else {
-            0.0
+        let rps = match o.rps_range {
+            Some((lo, hi)) => format!("{:.0} ({lo:.0}–{hi:.0})", o.rps()),
+            None => format!("{:.0}", o.rps()),
         };
         let _ = writeln!(
             t,
-            "| {label} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             o.concurrency,
             o.requests,
             rps,
@@ -810,6 +835,7 @@ fn main() {
         opts.warmup = Duration::from_millis(100);
         opts.measure = Duration::from_millis(300);
         opts.in_process = true;
+        opts.rounds = 1;
         check_histogram();
     }
 
@@ -825,9 +851,9 @@ fn main() {
     );
     println!("machine: {}", machine_notes());
 
-    let mut rows = Vec::new();
+    let mut runs: Vec<Vec<Outcome>> = opts.only.iter().map(|_| Vec::new()).collect();
     let mut failed = false;
-    for &scenario in &opts.only {
+    for (round, &scenario) in (0..opts.rounds).flat_map(|r| opts.only.iter().map(move |s| (r, s))) {
         let can_reset = reset_peak_rss();
         let result = if opts.in_process {
             rt.block_on(run_scenario(
@@ -855,8 +881,16 @@ fn main() {
                         o.scenario, o.errors, o.requests, o.first_error
                     );
                 }
-                eprintln!("{}: {} requests in {:.2} s", o.scenario, o.requests, o.secs);
-                rows.push(o);
+                eprintln!(
+                    "round {}: {}: {} requests in {:.2} s",
+                    round + 1,
+                    o.scenario,
+                    o.requests,
+                    o.secs
+                );
+                if let Some(i) = opts.only.iter().position(|&s| s == scenario) {
+                    runs[i].push(o);
+                }
             }
             Err(e) => {
                 failed = true;
@@ -864,10 +898,17 @@ fn main() {
             }
         }
     }
+    let rows: Vec<Outcome> = runs.into_iter().filter_map(median_round).collect();
     let stats = server.stats();
     rt.block_on(server.shutdown());
     println!();
     print!("{}", table(&rows, !opts.in_process));
+    if opts.rounds > 1 {
+        println!(
+            "req/s: the median of {} interleaved rounds (slowest–fastest in brackets); latencies from that round; memory: the largest peak of all rounds.",
+            opts.rounds
+        );
+    }
     println!();
     println!(
         "server totals: {} long-link requests, {} short-link requests, {} short-link connections, {} protocol errors",
@@ -879,6 +920,27 @@ fn main() {
     if failed {
         std::process::exit(1);
     }
+}
+
+/// The round with the median requests/s, with the range of all rounds and
+/// the largest memory peaks.
+fn median_round(mut rounds: Vec<Outcome>) -> Option<Outcome> {
+    if rounds.is_empty() {
+        return None;
+    }
+    rounds.sort_by(|a, b| a.rps().total_cmp(&b.rps()));
+    let lo = rounds.first().map_or(0.0, Outcome::rps);
+    let hi = rounds.last().map_or(0.0, Outcome::rps);
+    let peak = rounds.iter().filter_map(|o| o.peak_kb).max();
+    let server_peak = rounds.iter().filter_map(|o| o.server_peak_kb).max();
+    let n = rounds.len();
+    let mut median = rounds.swap_remove(n / 2);
+    if n > 1 {
+        median.rps_range = Some((lo, hi));
+    }
+    median.peak_kb = peak;
+    median.server_peak_kb = server_peak;
+    Some(median)
 }
 
 /// Smoke-mode self-check of the histogram's bucket arithmetic: indices are
