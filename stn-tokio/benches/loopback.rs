@@ -506,6 +506,12 @@ struct Outcome {
     idle_rss_kb: Option<u64>,
     peak_kb: Option<u64>,
     server_peak_kb: Option<u64>,
+    /// Client process CPU time (user + system) per request in the measured
+    /// window, µs.
+    client_cpu_us: Option<f64>,
+    /// Server (parent) process CPU time per request served during the whole
+    /// scenario (warm-up included), µs.
+    server_cpu_us: Option<f64>,
     first_error: String,
     /// Requests/s of the slowest and fastest round (parent only).
     rps_range: Option<(f64, f64)>,
@@ -545,6 +551,10 @@ async fn run_scenario(
     });
     let t0 = Instant::now() + warmup;
     let t_end = t0 + measure;
+    let cpu_at_t0 = tokio::spawn(async move {
+        tokio::time::sleep_until(t0.into()).await;
+        cpu_time()
+    });
     let mut workers = Vec::new();
     for w in 0..scenario.concurrency() {
         let (target, shared) = (target.clone(), shared.clone());
@@ -589,6 +599,10 @@ async fn run_scenario(
         w.await.map_err(|e| format!("worker failed: {e}"))?;
     }
     let secs = t0.elapsed().as_secs_f64();
+    let cpu = match (cpu_at_t0.await.ok().flatten(), cpu_time()) {
+        (Some(a), Some(b)) => Some(b.saturating_sub(a)),
+        _ => None,
+    };
     if let Ok(target) = Arc::try_unwrap(target) {
         target.close().await;
     }
@@ -609,6 +623,7 @@ async fn run_scenario(
         p99_ns: h.quantile(0.99),
         p999_ns: h.quantile(0.999),
         max_ns: h.max(),
+        client_cpu_us: cpu.map(|c| c.as_secs_f64() * 1e6 / h.count().max(1) as f64),
         first_error,
         ..Outcome::default()
     })
@@ -621,6 +636,18 @@ fn proc_status_kb(field: &str) -> Option<u64> {
         let rest = line.strip_prefix(field)?.strip_prefix(':')?;
         rest.trim().strip_suffix("kB")?.trim().parse().ok()
     })
+}
+
+/// This process's CPU time, user + system, from `/proc/self/stat` (in clock
+/// ticks, taken as the Linux `USER_HZ` of 100 per second).
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name start at field 3 (state);
+    // utime and stime are fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: u64 = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
 }
 
 /// Resets this process's `VmHWM` to its current RSS (Linux ≥ 4.0).
@@ -667,7 +694,7 @@ fn child_main(scenario: Scenario, long: SocketAddr, short: SocketAddr, opts: &Op
 fn encode_outcome(o: &Outcome) -> String {
     let opt = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
     format!(
-        "RESULT\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "RESULT\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         o.scenario,
         o.concurrency,
         o.requests,
@@ -679,13 +706,14 @@ fn encode_outcome(o: &Outcome) -> String {
         o.max_ns,
         opt(o.idle_rss_kb),
         opt(o.peak_kb),
+        o.client_cpu_us.map_or("-".to_owned(), |v| v.to_string()),
         o.first_error.replace(['\t', '\n'], " "),
     )
 }
 
 fn decode_outcome(line: &str) -> Option<Outcome> {
-    let f: Vec<&str> = line.strip_prefix("RESULT\t")?.splitn(12, '\t').collect();
-    if f.len() != 12 {
+    let f: Vec<&str> = line.strip_prefix("RESULT\t")?.splitn(13, '\t').collect();
+    if f.len() != 13 {
         return None;
     }
     let opt = |s: &str| s.parse().ok();
@@ -702,7 +730,9 @@ fn decode_outcome(line: &str) -> Option<Outcome> {
         idle_rss_kb: opt(f[9]),
         peak_kb: opt(f[10]),
         server_peak_kb: None,
-        first_error: f[11].to_owned(),
+        client_cpu_us: f[11].parse().ok(),
+        server_cpu_us: None,
+        first_error: f[12].to_owned(),
         rps_range: None,
     })
 }
@@ -760,6 +790,10 @@ fn mib(kb: Option<u64>) -> String {
     kb.map_or("n/a".to_owned(), |kb| format!("{:.1}", kb as f64 / 1024.0))
 }
 
+fn us(v: Option<f64>) -> String {
+    v.map_or("n/a".to_owned(), |v| format!("{v:.1}"))
+}
+
 fn machine_notes() -> String {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -776,11 +810,11 @@ fn table(rows: &[Outcome], separate_processes: bool) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "| scenario | conc. | requests | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | client peak MiB | client idle MiB | server peak MiB |"
+        "| scenario | conc. | requests | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | client peak MiB | client idle MiB | server peak MiB | client CPU µs/req | server CPU µs/req |"
     );
     let _ = writeln!(
         t,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for o in rows {
         let label = match Scenario::parse(&o.scenario) {
@@ -793,7 +827,7 @@ fn table(rows: &[Outcome], separate_processes: bool) -> String {
         };
         let _ = writeln!(
             t,
-            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             o.concurrency,
             o.requests,
             rps,
@@ -813,6 +847,8 @@ fn table(rows: &[Outcome], separate_processes: bool) -> String {
                 "n/a".to_owned()
             },
             mib(o.server_peak_kb),
+            us(o.client_cpu_us),
+            us(o.server_cpu_us),
         );
     }
     t
@@ -855,6 +891,7 @@ fn main() {
     let mut failed = false;
     for (round, &scenario) in (0..opts.rounds).flat_map(|r| opts.only.iter().map(move |s| (r, s))) {
         let can_reset = reset_peak_rss();
+        let (cpu_before, stats_before) = (cpu_time(), server.stats());
         let result = if opts.in_process {
             rt.block_on(run_scenario(
                 scenario,
@@ -874,6 +911,18 @@ fn main() {
         match result {
             Ok(mut o) => {
                 o.server_peak_kb = server_peak;
+                let stats = server.stats();
+                let served = (stats.long_requests_served + stats.short_requests_served)
+                    .saturating_sub(
+                        stats_before.long_requests_served + stats_before.short_requests_served,
+                    );
+                if let (Some(a), Some(b), false) = (cpu_before, cpu_time(), opts.in_process) {
+                    o.server_cpu_us =
+                        Some(b.saturating_sub(a).as_secs_f64() * 1e6 / served.max(1) as f64);
+                }
+                if opts.in_process {
+                    o.client_cpu_us = None; // client and server share the process
+                }
                 if o.errors > 0 || o.requests == 0 {
                     failed = true;
                     eprintln!(
@@ -905,7 +954,7 @@ fn main() {
     print!("{}", table(&rows, !opts.in_process));
     if opts.rounds > 1 {
         println!(
-            "req/s: the median of {} interleaved rounds (slowest–fastest in brackets); latencies from that round; memory: the largest peak of all rounds.",
+            "req/s: the median of {} interleaved rounds (slowest–fastest in brackets); latencies from that round; memory: the largest peak of all rounds; CPU per request: the median of the rounds.",
             opts.rounds
         );
     }
@@ -933,6 +982,13 @@ fn median_round(mut rounds: Vec<Outcome>) -> Option<Outcome> {
     let hi = rounds.last().map_or(0.0, Outcome::rps);
     let peak = rounds.iter().filter_map(|o| o.peak_kb).max();
     let server_peak = rounds.iter().filter_map(|o| o.server_peak_kb).max();
+    let median_of = |get: fn(&Outcome) -> Option<f64>| {
+        let mut v: Vec<f64> = rounds.iter().filter_map(get).collect();
+        v.sort_by(f64::total_cmp);
+        v.get(v.len() / 2).copied()
+    };
+    let client_cpu = median_of(|o| o.client_cpu_us);
+    let server_cpu = median_of(|o| o.server_cpu_us);
     let n = rounds.len();
     let mut median = rounds.swap_remove(n / 2);
     if n > 1 {
@@ -940,6 +996,8 @@ fn median_round(mut rounds: Vec<Outcome>) -> Option<Outcome> {
     }
     median.peak_kb = peak;
     median.server_peak_kb = server_peak;
+    median.client_cpu_us = client_cpu;
+    median.server_cpu_us = server_cpu;
     Some(median)
 }
 
