@@ -29,6 +29,17 @@
 //!   (`stn_proto::codec::http::encode_request`) → read with `ResponseParser`
 //!   → drop the connection.
 //!
+//! Columns: requests and req/s in the measured window (with `--rounds N`, the
+//! median round and the slowest–fastest range); p50/p99/p99.9/max latency of
+//! one `send` → response (log-linear histogram, < 0.8 % bucket error); errors
+//! (failed sends and wrong bodies); client peak RSS (`VmHWM` of the child:
+//! tokio runtime + client, no server) and its RSS before the client started;
+//! server peak RSS (the parent: server + this harness, whose high-water mark
+//! is reset before each scenario but which keeps what earlier scenarios
+//! grew); CPU time (user + system) per request of the client (measured
+//! window) and of the server process (whole scenario, warm-up included).
+//! Both processes run tokio's multi-thread runtime with one worker per core.
+//!
 //! Run without `--bench` (as `cargo test --benches` does) it is a smoke test:
 //! every scenario in-process for a fraction of a second, failing on any error.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark program reports on stdout
