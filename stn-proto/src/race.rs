@@ -553,6 +553,9 @@ impl Race {
     pub fn handle_connected(&mut self, now: Instant, attempt: AttemptId) {
         let now = self.clock.observe(now);
         let Some(i) = self.live_index(attempt) else {
+            // Nothing to do for this attempt, but time moved: deadlines that
+            // passed must still fire so `poll_timeout` stays ahead of `now`.
+            self.drive(now);
             return;
         };
         let connect_time = now - self.attempts[i].started;
@@ -587,6 +590,7 @@ impl Race {
     pub fn handle_failed(&mut self, now: Instant, attempt: AttemptId, error: ConnectError) {
         let now = self.clock.observe(now);
         let Some(i) = self.live_index(attempt) else {
+            self.drive(now);
             return;
         };
         self.end_attempt(i, now, AttemptState::Failed(error));

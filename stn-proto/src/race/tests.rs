@@ -1097,3 +1097,25 @@ mod model {
         }
     }
 }
+
+/// Fuzz finding (race_ops): input for an attempt the race does not know,
+/// given after a stagger deadline passed unserviced, used to leave
+/// `poll_timeout` in the past. It must service the timers like
+/// `handle_timeout` would.
+#[test]
+fn ignored_input_still_services_due_timers() {
+    for late_connect in [false, true] {
+        let mut r = race(Profile::Mars, &[1, 2], None, None);
+        assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+        // The 2.5 s stagger passes without a handle_timeout; then an event
+        // for attempt 1, which has not started, arrives at 2.62 s.
+        let now = ms(2620);
+        if late_connect {
+            r.handle_connected(now, id(1));
+        } else {
+            r.handle_failed(now, id(1), ConnectError::Refused);
+        }
+        assert_eq!(drain(&mut r), vec![connect(1, 2)]);
+        assert!(r.poll_timeout().is_some_and(|t| t > now));
+    }
+}
