@@ -21,6 +21,8 @@ fn namespaces() -> String {
 }
 
 #[test]
+// The skip line and the measured table are this test's output.
+#[allow(clippy::print_stdout, clippy::print_stderr)]
 fn short_lab_loss_and_outage() {
     if let Err(why) = lab::preflight() {
         // Visible with --nocapture; the test passes where it cannot run.
