@@ -21,10 +21,8 @@ if [ "${#missing[@]}" -gt 0 ]; then
         echo "lab-setup: no apt-get to install ${missing[*]}; the lab test will skip"
     fi
 fi
-# Leftovers of an interrupted run (the lab also deletes these itself).
-for ns in stnlab-cli stnlab-srv stnlabtest-cli stnlabtest-srv; do
-    ip netns delete "$ns" >/dev/null 2>&1 || true
-done
+# Stale lab namespaces are deleted by the lab itself at start (deleting them
+# here could break a lab that is running).
 if command -v nft >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then
     echo "lab-setup: ready ($(nft --version))"
 fi
