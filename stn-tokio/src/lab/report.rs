@@ -131,8 +131,11 @@ fn secs(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64())
 }
 
-fn opt_secs(d: Option<Duration>) -> String {
-    d.map_or_else(|| "-".to_owned(), secs)
+fn opt_ms(d: Option<Duration>) -> String {
+    d.map_or_else(
+        || "-".to_owned(),
+        |d| format!("{:.1}", d.as_secs_f64() * 1e3),
+    )
 }
 
 /// Failures as `3× reason; 1× other`, pipes escaped for Markdown.
@@ -190,7 +193,7 @@ impl LabReport {
             let _ = writeln!(
                 out,
                 "### Random loss: {} sequential calls per client (clients side by side)\n\n\
-                 | loss (measured) | client | ok / calls | attempts | total (s) | mean (s) | p50 (s) | p95 (s) | max (s) | failures |\n\
+                 | loss (measured) | client | ok / calls | attempts | total (s) | mean (ms) | p50 (ms) | p95 (ms) | max (ms) | failures |\n\
                  |---|---|--:|--:|--:|--:|--:|--:|--:|---|",
                 self.calls
             );
@@ -218,10 +221,10 @@ impl LabReport {
                         s.calls,
                         s.attempts,
                         secs(s.total),
-                        opt_secs(s.mean),
-                        opt_secs(s.p50),
-                        opt_secs(s.p95),
-                        opt_secs(s.max),
+                        opt_ms(s.mean),
+                        opt_ms(s.p50),
+                        opt_ms(s.p95),
+                        opt_ms(s.max),
                         failure_summary(&s.failures),
                     );
                 }
@@ -388,11 +391,11 @@ mod tests {
         let md = report.markdown();
         assert!(
             md.contains(
-                "| 10% (10.0% of 200 pkts) | stn | 2/2 | 2 | 0.04 | 0.02 | 0.01 | 0.03 | 0.03 |  |"
+                "| 10% (10.0% of 200 pkts) | stn | 2/2 | 2 | 0.04 | 20.0 | 10.0 | 30.0 | 30.0 |  |"
             ),
             "{md}"
         );
-        assert!(md.contains("|  | peer | 1/2 | 2 | 10.01 | 0.01 |"), "{md}");
+        assert!(md.contains("|  | peer | 1/2 | 2 | 10.01 | 10.0 |"), "{md}");
         assert!(md.contains("1× a/b"), "{md}");
         assert!(
             md.contains("| outage R | restored at (s) | stn | peer |"),
