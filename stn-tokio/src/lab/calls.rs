@@ -50,17 +50,20 @@ pub(super) fn stn_client(profile: Profile, server: SocketAddr) -> anyhow::Result
     Ok(builder.build()?)
 }
 
-/// One stn task (retry 0, as the benchmark), bounded by `cap`.
+/// One stn task (`retry` `Some(0)` as the benchmark; `None` the engine's
+/// default), bounded by `cap`.
 pub(super) async fn stn_call(
     client: &Client,
     label: &str,
+    retry: Option<u8>,
     index: usize,
     cap: Duration,
 ) -> CallRecord {
     let body = body(label, index);
-    let task = Task::new(8, DEFAULT_CGI_PATH, body.clone())
-        .channel(Channel::Short)
-        .retry_count(0);
+    let mut task = Task::new(8, DEFAULT_CGI_PATH, body.clone()).channel(Channel::Short);
+    if let Some(r) = retry {
+        task = task.retry_count(r);
+    }
     let t0 = Instant::now();
     let (ok, attempts, error) = match tokio::time::timeout(cap, client.send_detailed(task)).await {
         Ok(done) => match done.outcome {

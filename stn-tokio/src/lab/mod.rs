@@ -18,7 +18,9 @@
 //!   arrival; counters report the loss actually applied. Outage: a drop-all
 //!   input rule in both namespaces, added at t=0 and removed after R s.
 //! - Clients ([`LabClient`]): `stn` (profile stn, short link, retry 0, the
-//!   server's IP four times — the Mars benchmark's setup), `mars-2017` (the
+//!   server's IP four times — the Mars benchmark's setup),
+//!   `stn-default-retry` (the same with the engine's default retry count,
+//!   so a longer task deadline), `mars-2017` (the
 //!   same with the 2017 constants and the IP ban off), and `peer`: reqwest
 //!   set up like OkHttp 2.x in that benchmark (a new client per call,
 //!   `Connection: close`, 10 s connect and read timeouts, one attempt).
@@ -102,8 +104,12 @@ pub fn preflight() -> Result<(), String> {
 /// A client the lab runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum LabClient {
-    /// stn's [`Client`](crate::Client), profile stn.
+    /// stn's [`Client`](crate::Client), profile stn, retry 0 (as the
+    /// benchmark ran Mars).
     Stn,
+    /// The same with the engine's default retry count (a longer task
+    /// deadline), as an app would run it.
+    StnDefaultRetry,
     /// stn's client with profile mars-2017 and the IP ban off (Mars as
     /// benchmarked).
     Mars2017,
@@ -113,12 +119,18 @@ pub enum LabClient {
 
 impl LabClient {
     /// Every client, in table order.
-    pub const ALL: [LabClient; 3] = [LabClient::Stn, LabClient::Mars2017, LabClient::Peer];
+    pub const ALL: [LabClient; 4] = [
+        LabClient::Stn,
+        LabClient::StnDefaultRetry,
+        LabClient::Mars2017,
+        LabClient::Peer,
+    ];
 
     /// Its name in tables and on the command line.
     pub fn name(self) -> &'static str {
         match self {
             LabClient::Stn => "stn",
+            LabClient::StnDefaultRetry => "stn-default-retry",
             LabClient::Mars2017 => "mars-2017",
             LabClient::Peer => "peer",
         }
@@ -126,9 +138,18 @@ impl LabClient {
 
     fn profile(self) -> Option<Profile> {
         match self {
-            LabClient::Stn => Some(Profile::Stn),
+            LabClient::Stn | LabClient::StnDefaultRetry => Some(Profile::Stn),
             LabClient::Mars2017 => Some(Profile::Mars2017),
             LabClient::Peer => None,
+        }
+    }
+
+    /// The task retry count: 0 as in the benchmark, `None` for the engine's
+    /// default.
+    fn retry(self) -> Option<u8> {
+        match self {
+            LabClient::StnDefaultRetry => None,
+            _ => Some(0),
         }
     }
 }
@@ -142,12 +163,16 @@ impl fmt::Display for LabClient {
 impl std::str::FromStr for LabClient {
     type Err = String;
 
-    /// `stn`, `mars-2017` or `peer`.
+    /// `stn`, `stn-default-retry`, `mars-2017` or `peer`.
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         LabClient::ALL
             .into_iter()
             .find(|c| c.name() == s)
-            .ok_or_else(|| format!("unknown lab client {s:?}: expected stn, mars-2017 or peer"))
+            .ok_or_else(|| {
+                format!(
+                    "unknown lab client {s:?}: expected stn, stn-default-retry, mars-2017 or peer"
+                )
+            })
     }
 }
 
@@ -365,7 +390,7 @@ async fn series(
             // One client for the whole run, as an app keeps its client.
             let stn = calls::stn_client(profile, server)?;
             for i in 0..calls {
-                records.push(calls::stn_call(&stn, client.name(), i, cap).await);
+                records.push(calls::stn_call(&stn, client.name(), client.retry(), i, cap).await);
                 log_call(client, i, &records[i]);
             }
             stn.shutdown().await;
@@ -419,7 +444,7 @@ async fn outage_run(
                 drop(ready_tx);
                 start_rx.wait_for(|&go| go).await?;
                 let record = match &stn {
-                    Some(stn) => calls::stn_call(stn, client.name(), 0, cap).await,
+                    Some(stn) => calls::stn_call(stn, client.name(), client.retry(), 0, cap).await,
                     None => calls::peer_call(server, 0, cap).await,
                 };
                 if let Some(stn) = stn {

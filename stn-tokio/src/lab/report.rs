@@ -179,8 +179,9 @@ impl LabReport {
              Linux {} TCP over a veth pair between two network namespaces ({} ↔ {}), \
              no added delay. Loss: nftables `numgen random` drops on arrival in each namespace \
              (each direction independently). Clients: **stn** = `stn_tokio::Client`, profile stn, \
-             short link, retry 0, the server IP ×4 (the Mars benchmark's setup); **mars-2017** = \
-             the same with profile mars-2017 and the IP ban off; **peer** = reqwest 0.12 like OkHttp \
+             short link, retry 0, the server IP ×4 (the Mars benchmark's setup); **stn-default-retry** = \
+             stn with the engine's default retry count (a longer task deadline); **mars-2017** = \
+             stn with profile mars-2017, retry 0 and the IP ban off; **peer** = reqwest 0.12 like OkHttp \
              2.x in the benchmark: a new client per call, `Connection: close`, connect timeout {} s, \
              read timeout {} s (reqwest starts it with the request), one attempt.\n",
             self.kernel,
