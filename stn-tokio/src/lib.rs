@@ -10,6 +10,7 @@
 pub use stn_proto as proto;
 
 pub mod client;
+pub mod lab;
 pub mod server;
 
 pub use client::{Client, ClientBuilder, Error, Finished, Push, Pushes, Snapshot, TokioRuntime};

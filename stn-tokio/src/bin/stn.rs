@@ -39,6 +39,9 @@ enum Command {
     Serve(ServeArgs),
     /// Send tasks to a server and print one line per task and a summary.
     Send(send::SendArgs),
+    /// Real-kernel lab: stn vs a peer HTTP client under nftables loss and
+    /// outages in network namespaces (needs root and nft; skips otherwise).
+    Lab(stn_tokio::lab::LabArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -122,6 +125,7 @@ async fn main() -> anyhow::Result<()> {
             }
             Ok(())
         }
+        Command::Lab(args) => stn_tokio::lab::run_cli(args).await,
     }
 }
 
