@@ -3,8 +3,8 @@
 //! with the same client on smol's executor.
 //!
 //! ```text
-//! cargo run -p stn-asyncstd --example hello
-//! RUST_LOG=stn_driver=debug cargo run -p stn-asyncstd --example hello   # task and attempt events
+//! cargo run -p stn-asyncstd --example hello-asyncstd
+//! RUST_LOG=stn_driver=debug cargo run -p stn-asyncstd --example hello-asyncstd   # task and attempt events
 //! ```
 #![allow(clippy::print_stdout)] // an example prints
 
