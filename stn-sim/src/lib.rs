@@ -82,6 +82,8 @@ pub mod oracle;
 pub mod path;
 pub mod peers;
 pub mod preset;
+pub mod report;
+pub mod scenario;
 pub mod sim;
 pub mod socket;
 pub mod tcp;

@@ -69,6 +69,20 @@ pub struct RunRecord {
     /// Whether the run met its goal (all successes reached; the single call
     /// succeeded).
     pub ok: bool,
+    /// TCP connection attempts started over the whole run (wire cost), when
+    /// the client reports them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connects: Option<u64>,
+    /// SYNs sent over the whole run (from the OS SYN schedule), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub syns: Option<u64>,
+    /// Virtual seconds the run simulated (for simulated-s per wall-clock-s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sim_s: Option<f64>,
+    /// A remark: what a calibrated scenario assumes, a tuned configuration's
+    /// overrides, why a run is unusual.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
 }
 
 #[cfg(test)]
@@ -94,6 +108,10 @@ mod tests {
             p99_s: 20.4,
             completion_s: None,
             ok: true,
+            connects: None,
+            syns: None,
+            sim_s: None,
+            note: None,
         });
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["schema"], "stn-bench/1");

@@ -6,6 +6,13 @@
 //! stn serve --long 127.0.0.1:8081 --short 127.0.0.1:8080 --delay-ms 50 --response-size 1024
 //! ```
 //!
+//! `stn send` sends tasks to a server and prints one line per task and a summary:
+//!
+//! ```text
+//! stn send --to 127.0.0.1:8080 --cgi /mars/hello2 --channel short --count 100 --concurrency 8
+//! stn send --to 127.0.0.1:8081 --channel long --count 1000 --concurrency 64 --json
+//! ```
+//!
 //! Logging goes through `tracing` to stderr; set `RUST_LOG` (e.g. `RUST_LOG=debug`) for
 //! more detail than the default `info`.
 
@@ -30,6 +37,8 @@ struct Cli {
 enum Command {
     /// Run the reference server (long link and short link) until Ctrl-C.
     Serve(ServeArgs),
+    /// Send tasks to a server and print one line per task and a summary.
+    Send(send::SendArgs),
 }
 
 #[derive(Debug, clap::Args)]
@@ -106,6 +115,13 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::Serve(args) => serve(args).await,
+        Command::Send(args) => {
+            let all_ok = send::run(args).await?;
+            if !all_ok {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
     }
 }
 
@@ -126,4 +142,249 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
     tracing::info!(stats = ?server.stats(), "shutting down");
     server.shutdown().await;
     Ok(())
+}
+
+/// `stn send`: a small load and smoke-test client.
+// Printing results is what this command is for.
+#[allow(clippy::print_stdout, clippy::print_stderr)]
+mod send {
+    use std::net::{IpAddr, SocketAddr};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use anyhow::{bail, Context};
+    use stn_tokio::proto::task::{Channel, Task};
+    use stn_tokio::proto::Profile;
+    use stn_tokio::server::{DEFAULT_CGI_PATH, DEFAULT_HELLO_CMD_ID};
+    use stn_tokio::Client;
+
+    /// Which link carries the tasks.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+    pub(crate) enum ChannelArg {
+        /// HTTP POST on a fresh connection per attempt.
+        Short,
+        /// Framed, on the persistent long link.
+        Long,
+    }
+
+    #[derive(Debug, clap::Args)]
+    pub(crate) struct SendArgs {
+        /// Server endpoints, comma-separated IP:PORT (the short link needs one
+        /// port for all; the long link tries every port with every IP).
+        #[arg(long, value_name = "IP:PORT", value_delimiter = ',', required = true)]
+        to: Vec<SocketAddr>,
+        /// CGI path (short link).
+        #[arg(long, value_name = "PATH", default_value = DEFAULT_CGI_PATH)]
+        cgi: String,
+        /// Command id of each task.
+        #[arg(long, value_name = "ID", default_value_t = DEFAULT_HELLO_CMD_ID)]
+        cmd_id: u32,
+        /// Link to use.
+        #[arg(long, value_enum, default_value_t = ChannelArg::Short)]
+        channel: ChannelArg,
+        /// Number of tasks.
+        #[arg(long, value_name = "N", default_value_t = 1)]
+        count: usize,
+        /// Retries per task (default: the engine's).
+        #[arg(long, value_name = "N")]
+        retry: Option<u8>,
+        /// Request body size in bytes (each body starts with its task number).
+        #[arg(long, value_name = "B", default_value_t = 16)]
+        body_size: usize,
+        /// Tasks in flight at once.
+        #[arg(long, value_name = "C", default_value_t = 1)]
+        concurrency: usize,
+        /// Engine profile: stn, mars or mars-2017.
+        #[arg(long, value_name = "P", default_value = "stn")]
+        profile: Profile,
+        /// Print one JSON object at the end (per-task lines go to stderr).
+        #[arg(long)]
+        json: bool,
+    }
+
+    struct Outcome {
+        index: usize,
+        id: Option<u32>,
+        error: Option<String>,
+        duration: Duration,
+        attempts: u32,
+    }
+
+    fn body(index: usize, size: usize) -> Vec<u8> {
+        // Distinct bodies: the anti-avalanche frequency limit refuses a flood
+        // of identical requests, which a load tool should not trip over.
+        let mut b = format!("{index}:").into_bytes();
+        b.resize(size.max(b.len()), b'x');
+        b.truncate(size);
+        b
+    }
+
+    fn client(args: &SendArgs) -> anyhow::Result<Client> {
+        let mut ips: Vec<IpAddr> = Vec::new();
+        let mut ports: Vec<u16> = Vec::new();
+        for a in &args.to {
+            if !ips.contains(&a.ip()) {
+                ips.push(a.ip());
+            }
+            if !ports.contains(&a.port()) {
+                ports.push(a.port());
+            }
+        }
+        let mut builder = Client::builder()
+            .ips(ips)
+            .profile(args.profile)
+            .queue_capacity(args.concurrency.clamp(1, 65_536))
+            .max_queued_tasks(args.concurrency.max(1024))
+            .max_in_flight_long(args.concurrency.max(64));
+        match args.channel {
+            ChannelArg::Short => {
+                if ports.len() != 1 {
+                    bail!("the short link uses one port for every IP; --to has {ports:?}");
+                }
+                builder = builder.short_link_port(ports[0]);
+            }
+            ChannelArg::Long => {
+                for p in ports {
+                    builder = builder.long_link_port(p);
+                }
+            }
+        }
+        builder.build().context("building the client")
+    }
+
+    /// The `q` quantile (0..=1) of sorted values, nearest rank.
+    fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
+        if sorted.is_empty() {
+            return None;
+        }
+        let rank = (q * sorted.len() as f64).ceil() as usize;
+        Some(sorted[rank.clamp(1, sorted.len()) - 1])
+    }
+
+    /// Runs the tasks; `Ok(true)` if every one succeeded.
+    pub(crate) async fn run(args: SendArgs) -> anyhow::Result<bool> {
+        if args.concurrency == 0 {
+            bail!("--concurrency must be positive");
+        }
+        let client = client(&args)?;
+        let channel = match args.channel {
+            ChannelArg::Short => Channel::Short,
+            ChannelArg::Long => Channel::Long,
+        };
+        let next = Arc::new(AtomicUsize::new(0));
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
+        let started = Instant::now();
+        for _ in 0..args.concurrency.min(args.count.max(1)) {
+            let (client, next, tx) = (client.clone(), next.clone(), tx.clone());
+            let (cgi, cmd_id, size, count, retry) = (
+                args.cgi.clone(),
+                args.cmd_id,
+                args.body_size,
+                args.count,
+                args.retry,
+            );
+            tokio::spawn(async move {
+                loop {
+                    let index = next.fetch_add(1, Ordering::Relaxed);
+                    if index >= count {
+                        break;
+                    }
+                    let mut task =
+                        Task::new(cmd_id, cgi.clone(), body(index, size)).channel(channel);
+                    if let Some(r) = retry {
+                        task = task.retry_count(r);
+                    }
+                    let t0 = Instant::now();
+                    let done = client.send_detailed(task).await;
+                    let _ = tx.send(Outcome {
+                        index,
+                        id: done.id.map(|id| id.get()),
+                        error: done.outcome.err().map(|e| e.to_string()),
+                        duration: t0.elapsed(),
+                        attempts: done.attempts,
+                    });
+                }
+            });
+        }
+        drop(tx);
+        let mut outcomes = Vec::with_capacity(args.count);
+        while let Some(o) = rx.recv().await {
+            let line = format!(
+                "task {:>5} id={} {} {:.2} ms attempts={}{}",
+                o.index,
+                o.id.map_or_else(|| "-".to_owned(), |id| id.to_string()),
+                if o.error.is_none() { "ok   " } else { "error" },
+                o.duration.as_secs_f64() * 1e3,
+                o.attempts,
+                o.error
+                    .as_ref()
+                    .map(|e| format!(" ({e})"))
+                    .unwrap_or_default(),
+            );
+            if args.json {
+                eprintln!("{line}");
+            } else {
+                println!("{line}");
+            }
+            outcomes.push(o);
+        }
+        let total = started.elapsed();
+        client.shutdown().await;
+
+        outcomes.sort_by_key(|o| o.index);
+        let successes = outcomes.iter().filter(|o| o.error.is_none()).count();
+        let attempts: u64 = outcomes.iter().map(|o| u64::from(o.attempts)).sum();
+        let mut ms: Vec<f64> = outcomes
+            .iter()
+            .filter(|o| o.error.is_none())
+            .map(|o| o.duration.as_secs_f64() * 1e3)
+            .collect();
+        ms.sort_by(f64::total_cmp);
+        let mean = (!ms.is_empty()).then(|| ms.iter().sum::<f64>() / ms.len() as f64);
+        let (p50, p95, p99) = (
+            quantile(&ms, 0.50),
+            quantile(&ms, 0.95),
+            quantile(&ms, 0.99),
+        );
+        let fmt = |v: Option<f64>| v.map_or_else(|| "-".to_owned(), |v| format!("{v:.2}"));
+        if args.json {
+            let tasks: Vec<serde_json::Value> = outcomes
+                .iter()
+                .map(|o| {
+                    serde_json::json!({
+                        "index": o.index,
+                        "id": o.id,
+                        "ok": o.error.is_none(),
+                        "error": o.error,
+                        "duration_ms": o.duration.as_secs_f64() * 1e3,
+                        "attempts": o.attempts,
+                    })
+                })
+                .collect();
+            let report = serde_json::json!({
+                "channel": format!("{:?}", args.channel).to_lowercase(),
+                "profile": args.profile.to_string(),
+                "count": args.count,
+                "successes": successes,
+                "failures": outcomes.len() - successes,
+                "attempts": attempts,
+                "total_ms": total.as_secs_f64() * 1e3,
+                "latency_ms": { "mean": mean, "p50": p50, "p95": p95, "p99": p99 },
+                "tasks": tasks,
+            });
+            println!("{report}");
+        } else {
+            println!(
+                "summary: {successes}/{} ok, {attempts} attempts, total {:.2} ms, mean {} ms, p50 {} ms, p95 {} ms, p99 {} ms",
+                outcomes.len(),
+                total.as_secs_f64() * 1e3,
+                fmt(mean),
+                fmt(p50),
+                fmt(p95),
+                fmt(p99),
+            );
+        }
+        Ok(successes == outcomes.len())
+    }
 }

@@ -1,0 +1,559 @@
+//! The user-facing API: [`Builder`] → [`Client`].
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use async_channel::{Receiver, Sender};
+use bytes::Bytes;
+use futures_core::Stream;
+use stn_proto::engine::{Config, Engine, LongLinkEndpoints};
+use stn_proto::error::Response;
+use stn_proto::long_link::IdentifyDecision;
+use stn_proto::net::NetworkKind;
+use stn_proto::task::Task;
+use stn_proto::Profile;
+
+use crate::clock::Clock;
+use crate::driver::{Command, Control, Driver, DriverParts, Finished, Push, Snapshot};
+use crate::error::Error;
+use crate::runtime::Runtime;
+
+type ConfigEdit = Box<dyn FnOnce(&mut Config) + Send>;
+
+/// Why [`Builder::build`] failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum BuildError {
+    /// Neither an IP nor a host name was given.
+    #[error("no endpoints: give at least one IP or host name")]
+    NoEndpoints,
+    /// Neither a short-link nor a long-link port was given.
+    #[error("no ports: give a short-link port, a long-link port, or both")]
+    NoPorts,
+}
+
+/// Configures and starts a [`Client`]. Get one from [`Client::builder`]
+/// (runtimes with a `Default`) or [`Builder::with_runtime`].
+pub struct Builder<R> {
+    runtime: R,
+    profile: Profile,
+    seed: u64,
+    ips: Vec<IpAddr>,
+    hosts: Vec<String>,
+    backup_ips: Vec<IpAddr>,
+    short_port: Option<u16>,
+    long_ports: Vec<u16>,
+    edits: Vec<ConfigEdit>,
+    identify: IdentifyDecision,
+    queue_capacity: usize,
+    push_capacity: usize,
+}
+
+impl<R: fmt::Debug> fmt::Debug for Builder<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Builder")
+            .field("runtime", &self.runtime)
+            .field("profile", &self.profile)
+            .field("seed", &self.seed)
+            .field("ips", &self.ips)
+            .field("hosts", &self.hosts)
+            .field("short_port", &self.short_port)
+            .field("long_ports", &self.long_ports)
+            .field("config_edits", &self.edits.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<R: Runtime> Builder<R> {
+    /// A builder that will run the client on `runtime`.
+    pub fn with_runtime(runtime: R) -> Self {
+        Builder {
+            runtime,
+            profile: Profile::Stn,
+            seed: 0,
+            ips: Vec::new(),
+            hosts: Vec::new(),
+            backup_ips: Vec::new(),
+            short_port: None,
+            long_ports: Vec::new(),
+            edits: Vec::new(),
+            identify: IdentifyDecision::Never,
+            queue_capacity: 1024,
+            push_capacity: 256,
+        }
+    }
+
+    /// Adds an endpoint: an IP address, or else a host name resolved with
+    /// the runtime's resolver whenever the engine asks.
+    #[must_use]
+    pub fn endpoint(self, endpoint: impl AsRef<str>) -> Self {
+        let s = endpoint.as_ref();
+        match s.parse::<IpAddr>() {
+            Ok(ip) => self.ip(ip),
+            Err(_) => self.host(s),
+        }
+    }
+
+    /// Adds a fixed IP.
+    #[must_use]
+    pub fn ip(mut self, ip: IpAddr) -> Self {
+        self.ips.push(ip);
+        self
+    }
+
+    /// Adds fixed IPs.
+    #[must_use]
+    pub fn ips(mut self, ips: impl IntoIterator<Item = IpAddr>) -> Self {
+        self.ips.extend(ips);
+        self
+    }
+
+    /// Adds a host name, resolved with the runtime's resolver.
+    #[must_use]
+    pub fn host(mut self, host: impl Into<String>) -> Self {
+        self.hosts.push(host.into());
+        self
+    }
+
+    /// Adds backup IPs, tried after the others.
+    #[must_use]
+    pub fn backup_ips(mut self, ips: impl IntoIterator<Item = IpAddr>) -> Self {
+        self.backup_ips.extend(ips);
+        self
+    }
+
+    /// The short-link (HTTP) port.
+    #[must_use]
+    pub fn short_link_port(mut self, port: u16) -> Self {
+        self.short_port = Some(port);
+        self
+    }
+
+    /// Adds a long-link port (every port is tried with every IP). Without
+    /// one there is no long link.
+    #[must_use]
+    pub fn long_link_port(mut self, port: u16) -> Self {
+        self.long_ports.push(port);
+        self
+    }
+
+    /// The profile the engine's constants come from (default [`Profile::Stn`]).
+    #[must_use]
+    pub fn profile(mut self, profile: Profile) -> Self {
+        self.profile = profile;
+        self
+    }
+
+    /// Seed of the engine's random choices.
+    #[must_use]
+    pub fn seed(mut self, seed: u64) -> Self {
+        self.seed = seed;
+        self
+    }
+
+    /// Most tasks the engine holds at once (more are refused with
+    /// [`SubmitError::QueueFull`](stn_proto::engine::SubmitError::QueueFull)).
+    #[must_use]
+    pub fn max_queued_tasks(self, n: usize) -> Self {
+        self.configure(move |c| c.max_queued_tasks = n)
+    }
+
+    /// Most tasks in flight on the long link at once.
+    #[must_use]
+    pub fn max_in_flight_long(self, n: usize) -> Self {
+        self.configure(move |c| c.long.max_in_flight_tasks = n)
+    }
+
+    /// Any other override of the engine's [`Config`], applied after the
+    /// profile and endpoints (in call order).
+    #[must_use]
+    pub fn configure(mut self, edit: impl FnOnce(&mut Config) + Send + 'static) -> Self {
+        self.edits.push(Box::new(edit));
+        self
+    }
+
+    /// Sends this identify packet when the long link asks (default: never).
+    #[must_use]
+    pub fn identify(mut self, cmd_id: u32, body: impl Into<Bytes>) -> Self {
+        self.identify = IdentifyDecision::Now {
+            body: body.into(),
+            cmd_id,
+        };
+        self
+    }
+
+    /// Capacity of the queue of submissions waiting for the driver (a full
+    /// queue makes `send` wait) and of its event queue.
+    #[must_use]
+    pub fn queue_capacity(mut self, n: usize) -> Self {
+        self.queue_capacity = n.max(1);
+        self
+    }
+
+    /// Pushes buffered per [`Client::pushes`] stream before new ones are dropped.
+    #[must_use]
+    pub fn push_capacity(mut self, n: usize) -> Self {
+        self.push_capacity = n.max(1);
+        self
+    }
+
+    /// The engine configuration this builder makes (applies and consumes
+    /// the [`configure`](Self::configure) edits: call it once).
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] if no endpoint or no port was given.
+    pub fn engine_config(&mut self) -> Result<Config, BuildError> {
+        if self.ips.is_empty() && self.hosts.is_empty() {
+            return Err(BuildError::NoEndpoints);
+        }
+        if self.short_port.is_none() && self.long_ports.is_empty() {
+            return Err(BuildError::NoPorts);
+        }
+        let mut config = Config::for_profile(self.profile).seed(self.seed);
+        config.short_link.ips = self.ips.clone();
+        config.short_link.hosts = self.hosts.clone();
+        config.short_link.backup_ips = self.backup_ips.clone();
+        // Without a short-link port the short link has no candidates; tasks
+        // that could use it go long.
+        config.short_link.port = self.short_port.unwrap_or(0);
+        if !self.long_ports.is_empty() {
+            config.long_link = Some(LongLinkEndpoints {
+                hosts: self.hosts.clone(),
+                ports: self.long_ports.clone(),
+                ips: self.ips.clone(),
+                backup_ips: self.backup_ips.clone(),
+                max_candidates: config.short_link.max_candidates,
+                debug: None,
+            });
+        }
+        for edit in self.edits.drain(..) {
+            edit(&mut config);
+        }
+        Ok(config)
+    }
+
+    /// Starts the driver on the runtime and returns the client.
+    ///
+    /// # Errors
+    ///
+    /// [`BuildError`] if no endpoint or no port was given.
+    pub fn build(mut self) -> Result<Client<R>, BuildError> {
+        let config = self.engine_config()?;
+        let rt: Arc<dyn Runtime> = Arc::new(self.runtime);
+        let clock = Clock::new(rt.now());
+        let engine = Engine::new(clock.to_proto(rt.now()), config);
+        let (commands_tx, commands) = async_channel::bounded(self.queue_capacity);
+        let (control_tx, control) = async_channel::unbounded();
+        let driver = Driver::new(DriverParts {
+            rt: rt.clone(),
+            engine,
+            clock,
+            commands,
+            control,
+            event_capacity: self.queue_capacity,
+            identify: self.identify,
+        });
+        rt.spawn(Box::pin(driver));
+        Ok(Client {
+            shared: Arc::new(Shared {
+                commands: commands_tx,
+                control: control_tx,
+                next_ticket: AtomicU64::new(1),
+                push_capacity: self.push_capacity,
+            }),
+            _runtime: PhantomData,
+        })
+    }
+}
+
+struct Shared {
+    commands: Sender<Command>,
+    control: Sender<Control>,
+    next_ticket: AtomicU64,
+    push_capacity: usize,
+}
+
+/// An stn client: sends tasks through the engine, over the runtime `R`.
+///
+/// Cheap to clone (all clones share one driver), `Send + Sync`, usable from
+/// many tasks at once. The driver stops when [`shutdown`](Self::shutdown) is
+/// called or the last clone is dropped; either way every pending
+/// [`send`](Self::send) ends (with [`Error::Shutdown`]).
+///
+/// The runtime adapters give this type a short name (`stn_tokio::Client`).
+///
+/// ```no_run
+/// use stn_driver::{Client, Error, Runtime};
+/// use stn_driver::proto::task::{Channel, Task};
+///
+/// async fn hello<R: Runtime + Default>() -> Result<(), Box<dyn std::error::Error>> {
+///     let client = Client::<R>::builder()
+///         .endpoint("10.0.0.1")
+///         .endpoint("example.com") // resolved by the runtime when the engine asks
+///         .short_link_port(8080)
+///         .long_link_port(8081)
+///         .build()?;
+///     let mut pushes = client.pushes();
+///     let reply = client.send(Task::new(8, "/mars/hello2", "hi").channel(Channel::Short)).await?;
+///     println!("{:?}", reply.body);
+///     if let Some(push) = pushes.next().await {
+///         println!("push {}", push.cmd_id);
+///     }
+///     client.shutdown().await;
+///     assert_eq!(client.send(Task::new(8, "", "late")).await, Err(Error::Shutdown));
+///     Ok(())
+/// }
+/// ```
+pub struct Client<R> {
+    shared: Arc<Shared>,
+    _runtime: PhantomData<fn() -> R>,
+}
+
+impl<R> Clone for Client<R> {
+    fn clone(&self) -> Self {
+        Client {
+            shared: self.shared.clone(),
+            _runtime: PhantomData,
+        }
+    }
+}
+
+impl<R> fmt::Debug for Client<R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Client")
+            .field("closed", &self.shared.commands.is_closed())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Cancels the task if the `send` future is dropped before it ends.
+struct CancelOnDrop<'a> {
+    control: &'a Sender<Control>,
+    ticket: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.control.try_send(Control::Cancel(self.ticket));
+        }
+    }
+}
+
+impl<R: Runtime + Default> Client<R> {
+    /// A builder on the runtime's default instance.
+    pub fn builder() -> Builder<R> {
+        Builder::with_runtime(R::default())
+    }
+}
+
+impl<R> Client<R> {
+    /// Sends a task and waits for its response.
+    ///
+    /// Dropping the returned future cancels the task (the engine closes its
+    /// connections).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Task`] with the engine's typed error, [`Error::Refused`] if
+    /// the engine refused the task, [`Error::Shutdown`] after a shutdown.
+    pub async fn send(&self, task: Task) -> Result<Response, Error> {
+        self.send_detailed(task).await.outcome
+    }
+
+    /// Like [`send`](Self::send), with the task's id and attempt count.
+    pub async fn send_detailed(&self, task: Task) -> Finished {
+        let shared = &self.shared;
+        let ticket = shared.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let (reply, rx) = async_channel::bounded(1);
+        let shutdown = Finished {
+            id: None,
+            outcome: Err(Error::Shutdown),
+            attempts: 0,
+        };
+        if shared
+            .commands
+            .send(Command::Submit {
+                ticket,
+                task,
+                reply,
+            })
+            .await
+            .is_err()
+        {
+            return shutdown;
+        }
+        let mut guard = CancelOnDrop {
+            control: &shared.control,
+            ticket,
+            armed: true,
+        };
+        let finished = rx.recv().await.unwrap_or(shutdown);
+        guard.armed = false;
+        finished
+    }
+
+    /// A stream of the server's pushes on the long link, from now on. Each
+    /// stream gets every push; one that is not read keeps at most the
+    /// builder's [`push_capacity`](Builder::push_capacity) (later ones are
+    /// dropped with a warning).
+    pub fn pushes(&self) -> Pushes {
+        let (tx, rx) = async_channel::bounded(self.shared.push_capacity);
+        let _ = self.shared.control.try_send(Control::Subscribe(tx));
+        Pushes { rx: Box::pin(rx) }
+    }
+
+    /// The app's network changed (Mars `OnNetworkChange`): bans reset, the
+    /// long link reconnects, running attempts are redone.
+    pub fn network_changed(&self, kind: NetworkKind) {
+        let _ = self.shared.control.try_send(Control::NetworkChanged(kind));
+    }
+
+    /// The network went away.
+    pub fn network_lost(&self) {
+        let _ = self.shared.control.try_send(Control::NetworkLost);
+    }
+
+    /// The network is available (again).
+    pub fn network_available(&self, kind: NetworkKind) {
+        let _ = self
+            .shared
+            .control
+            .try_send(Control::NetworkAvailable(kind));
+    }
+
+    /// The app went to the foreground (`true`) or the background.
+    pub fn set_foreground(&self, foreground: bool) {
+        let _ = self
+            .shared
+            .control
+            .try_send(Control::Foreground(foreground));
+    }
+
+    /// A debug snapshot of the driver and engine (`None` once shut down).
+    pub async fn snapshot(&self) -> Option<Snapshot> {
+        let (tx, rx) = async_channel::bounded(1);
+        self.shared.control.try_send(Control::Snapshot(tx)).ok()?;
+        rx.recv().await.ok()
+    }
+
+    /// Ends every pending task with [`Error::Shutdown`], closes every
+    /// connection and stops the driver; later sends fail with
+    /// [`Error::Shutdown`]. Returns once the driver has stopped.
+    pub async fn shutdown(&self) {
+        let (tx, rx) = async_channel::bounded(1);
+        if self.shared.control.try_send(Control::Shutdown(tx)).is_ok() {
+            // Err: the driver is already gone, which is just as final.
+            let _ = rx.recv().await;
+        }
+    }
+
+    /// Whether the client is shut down (or its driver is gone).
+    pub fn is_shut_down(&self) -> bool {
+        self.shared.commands.is_closed()
+    }
+}
+
+/// Server pushes (see [`Client::pushes`]): a [`Stream`], or call [`next`](Self::next).
+pub struct Pushes {
+    rx: Pin<Box<Receiver<Push>>>,
+}
+
+impl fmt::Debug for Pushes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Pushes")
+            .field("buffered", &self.rx.len())
+            .finish()
+    }
+}
+
+impl Pushes {
+    /// The next push; `None` once the client is shut down.
+    pub async fn next(&mut self) -> Option<Push> {
+        self.rx.recv().await.ok()
+    }
+}
+
+impl Stream for Pushes {
+    type Item = Push;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Push>> {
+        self.rx.as_mut().poll_next(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
+
+    #[derive(Debug, Default)]
+    struct NoRuntime;
+
+    impl Runtime for NoRuntime {
+        fn spawn(&self, _: crate::BoxFuture<()>) {}
+        fn new_timer(&self, _: std::time::Instant) -> Pin<Box<dyn crate::AsyncTimer>> {
+            unreachable!("not started in these tests")
+        }
+        fn connect(
+            &self,
+            _: std::net::SocketAddr,
+        ) -> crate::BoxFuture<std::io::Result<Box<dyn crate::AsyncStream>>> {
+            unreachable!("not started in these tests")
+        }
+        fn resolve(&self, _: String) -> crate::BoxFuture<std::io::Result<Vec<IpAddr>>> {
+            unreachable!("not started in these tests")
+        }
+    }
+
+    #[test]
+    fn client_is_send_sync_clone() {
+        assert_send_sync::<Client<NoRuntime>>();
+    }
+
+    #[test]
+    fn builder_makes_the_engine_config() {
+        let ip: IpAddr = "192.0.2.1".parse().unwrap();
+        let mut b = Client::<NoRuntime>::builder()
+            .endpoint("192.0.2.1")
+            .endpoint("example.invalid")
+            .short_link_port(80)
+            .long_link_port(8080)
+            .long_link_port(443)
+            .profile(Profile::Mars)
+            .seed(9)
+            .max_queued_tasks(5)
+            .configure(|c| c.retry_interval = stn_proto::time::Duration::from_secs(3));
+        let c = b.engine_config().unwrap();
+        assert_eq!(c.profile, Profile::Mars);
+        assert_eq!(c.seed, 9);
+        assert_eq!(c.short_link.ips, vec![ip]);
+        assert_eq!(c.short_link.hosts, vec!["example.invalid".to_owned()]);
+        assert_eq!(c.short_link.port, 80);
+        let long = c.long_link.as_ref().unwrap();
+        assert_eq!(long.ports, vec![8080, 443]);
+        assert_eq!(long.ips, vec![ip]);
+        assert_eq!(c.max_queued_tasks, 5);
+        assert_eq!(c.retry_interval, stn_proto::time::Duration::from_secs(3));
+    }
+
+    #[test]
+    fn builder_needs_endpoints_and_ports() {
+        let mut b = Client::<NoRuntime>::builder().short_link_port(80);
+        assert_eq!(b.engine_config().unwrap_err(), BuildError::NoEndpoints);
+        let mut b = Client::<NoRuntime>::builder().endpoint("10.0.0.1");
+        assert_eq!(b.engine_config().unwrap_err(), BuildError::NoPorts);
+        let mut b = Client::<NoRuntime>::builder()
+            .endpoint("10.0.0.1")
+            .long_link_port(1);
+        assert!(b.engine_config().unwrap().long_link.is_some());
+    }
+}

@@ -1,0 +1,223 @@
+//! Fidelity (issue point 6): the published sensitivity rows
+//! (reference/stn-benchmark.md) against what the `mars_2017` profile and the
+//! peer models give in the simulator.
+//!
+//! **Why a fitted scenario.** Taken literally (network back at exactly R s,
+//! `onNewDns` returning 4 copies of the IP) the model misses several rows by
+//! 2 s or more. Two facts, both forced by the rows themselves, make every
+//! row for 5–30 s match within ±1.0 s:
+//!
+//! 1. *The network came back later than nominal.* Android row 30 s has
+//!    OkHttp (SYNs at 0, 1, 3, 7, 15, 31 s) **fail** while Mars completes at
+//!    31.98 s, so the path was still down at 31 s: the restore came > 1 s
+//!    late. The Android rows fit a restore 1–2 s late (we use 1.5 s); the
+//!    iOS rows (NSURLSession on xnu: SYNs at 0, 1, 2, 3, 4, 5, 7, 11, 19,
+//!    35 s) fit 0–1 s late (we use 0.5 s). Different emulators (Apple's
+//!    Network Link Conditioner on iOS, WeChat's router on Android) switching
+//!    with different delays is the plausible cause.
+//! 2. *Mars raced five candidates, not four.* iOS 20 s (difference 14 →
+//!    Mars ≈ 21 s while the peer is at 35 s) and Android 15 s (difference
+//!    13.9 → Mars ≈ 17 s while OkHttp is at 31 s) need a Mars SYN at 21 s
+//!    (xnu) and 17 s (Linux). With a 4 s stagger and 10 s per attempt the
+//!    four attempts of a 4-candidate race start at 0, 4, 8, 12 s and their
+//!    SYNs stop at 19 s (xnu: 12 + 7; Linux: 12 + 7); a fifth attempt at
+//!    16 s sends SYNs at 16–21 s (xnu) and 16, 17, 19 s (Linux). Mars's
+//!    `kNumMakeCount` is 5 (mars-stn.md §4.1); which entry filled the fifth
+//!    slot in the 2017 sample is not recorded (an inference). The race then
+//!    fails at 26 s and the retry (retry count left at its default 1: the
+//!    iOS 35 s row completes at 37.2 s, after a 20 s single-attempt task
+//!    would have ended) starts at 27 s, which is what iOS 25 s (Mars at
+//!    27 s) shows.
+//!
+//! The suite runs both the nominal scenario (`outage-Rs`) and the fitted one
+//! (`outage-Rs/fit`); the fidelity test asserts the fitted rows and prints
+//! both.
+
+use stn_proto::time::Duration;
+
+use crate::bench::record::RunRecord;
+use crate::bench::scenario::Platform;
+
+/// `onNewDns` copies that reproduce the published rows (see module docs).
+pub const FIT_DNS_COPIES: usize = 5;
+
+/// How late the network came back in the published runs (fitted).
+pub fn restore_lag(platform: Platform) -> Duration {
+    match platform {
+        Platform::Ios => Duration::from_millis(500),
+        Platform::Android => Duration::from_millis(1500),
+    }
+}
+
+/// The note on fitted-scenario records.
+pub fn fit_note(platform: Platform) -> String {
+    format!(
+        "fitted scenario: network back {} ms after nominal; engine resolves {} copies of the IP",
+        stn_proto::time::duration_nanos_saturating(restore_lag(platform)) / 1_000_000,
+        FIT_DNS_COPIES
+    )
+}
+
+/// One published cell: the difference (peer − Mars, positive = Mars first)
+/// or, for the longest outages, Mars's completion and the peer's failure.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Published {
+    /// Three runs' differences in seconds.
+    Diff([f64; 3]),
+    /// Mars succeeded at these times; the peer failed (at these times).
+    MarsOnly {
+        /// Mars's completion per run.
+        mars: [f64; 3],
+        /// The peer's failure time per run.
+        peer_fail: [f64; 3],
+    },
+}
+
+/// The published rows: (platform, outage seconds, cell).
+pub fn published_rows() -> Vec<(Platform, u64, Published)> {
+    use Published::*;
+    vec![
+        (Platform::Ios, 5, Diff([1.0, 0.98, 1.13])),
+        (Platform::Ios, 10, Diff([0.0, 0.0, 0.0])),
+        (Platform::Ios, 15, Diff([3.07, 3.06, 3.07])),
+        (Platform::Ios, 20, Diff([13.9, 14.1, 14.1])),
+        (Platform::Ios, 25, Diff([7.99, 8.09, 8.3])),
+        (Platform::Ios, 30, Diff([3.9, 3.96, 3.99])),
+        (
+            Platform::Ios,
+            35,
+            MarsOnly {
+                mars: [37.2, 37.4, 37.2],
+                peer_fail: [61.0, 60.3, 60.3],
+            },
+        ),
+        (Platform::Android, 5, Diff([-0.036, -0.027, -0.022])),
+        (Platform::Android, 10, Diff([2.9, 2.86, 2.86])),
+        (Platform::Android, 15, Diff([13.9, 13.85, 14.0])),
+        (Platform::Android, 20, Diff([7.95, 7.97, 7.93])),
+        (Platform::Android, 25, Diff([3.1, 3.11, 3.1])),
+        (
+            Platform::Android,
+            30,
+            MarsOnly {
+                mars: [31.98, 31.91, 31.9],
+                peer_fail: [60.0, 60.0, 60.0],
+            },
+        ),
+    ]
+}
+
+/// One row of the comparison.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FidelityRow {
+    /// The platform.
+    pub platform: Platform,
+    /// Outage R in seconds.
+    pub outage_s: u64,
+    /// Whether the fitted scenario was used.
+    pub fitted: bool,
+    /// The published cell.
+    pub published: Published,
+    /// Mars-2017's end in the model (completion, or failure time), and
+    /// whether it succeeded.
+    pub mars: (f64, bool),
+    /// The peer's end and whether it succeeded.
+    pub peer: (f64, bool),
+    /// Whether the row matches (difference within ±1.0 s of every published
+    /// run; or Mars succeeds and the peer fails).
+    pub matched: bool,
+    /// |model − published| worst over the runs (differences only).
+    pub worst_error_s: Option<f64>,
+}
+
+/// Compares sensitivity records (run 0 of each scenario) with the published rows.
+pub fn compare(records: &[RunRecord], fitted: bool) -> Vec<FidelityRow> {
+    let mut rows = Vec::new();
+    for (platform, r, published) in published_rows() {
+        let scenario = if fitted {
+            format!("outage-{r}s/fit")
+        } else {
+            format!("outage-{r}s")
+        };
+        let find = |client: &str| {
+            records.iter().find(|x| {
+                x.suite == "sensitivity"
+                    && x.scenario == scenario
+                    && x.platform == platform.name()
+                    && x.client == client
+                    && x.run == 0
+            })
+        };
+        let peer_name = match platform {
+            Platform::Ios => "nsurlsession",
+            Platform::Android => "okhttp-2017-60s",
+        };
+        let (Some(m), Some(p)) = (find("mars-2017"), find(peer_name)) else {
+            continue;
+        };
+        let mars = (m.total_s, m.ok);
+        let peer = (p.total_s, p.ok);
+        let (matched, worst) = match published {
+            Published::Diff(d) => {
+                if mars.1 && peer.1 {
+                    let diff = peer.0 - mars.0;
+                    let worst = d.iter().map(|x| (diff - x).abs()).fold(0.0, f64::max);
+                    (worst <= 1.0, Some(worst))
+                } else {
+                    (false, None)
+                }
+            }
+            Published::MarsOnly { .. } => (mars.1 && !peer.1, None),
+        };
+        rows.push(FidelityRow {
+            platform,
+            outage_s: r,
+            fitted,
+            published,
+            mars,
+            peer,
+            matched,
+            worst_error_s: worst,
+        });
+    }
+    rows
+}
+
+/// The comparison as a Markdown table.
+pub fn table(rows: &[FidelityRow]) -> String {
+    let mut s = String::from(
+        "| platform | R | scenario | published | model mars-2017 | model peer | model diff | match |\n|---|---|---|---|---|---|---|---|\n",
+    );
+    let end = |(t, ok): (f64, bool)| {
+        if ok {
+            format!("{t:.2} suc")
+        } else {
+            format!("{t:.2} fail")
+        }
+    };
+    for r in rows {
+        let published = match r.published {
+            Published::Diff(d) => format!("{} / {} / {}", d[0], d[1], d[2]),
+            Published::MarsOnly { mars, peer_fail } => {
+                format!("{} suc vs {} fail", mars[0], peer_fail[0])
+            }
+        };
+        let diff = if r.mars.1 && r.peer.1 {
+            format!("{:+.2}", r.peer.0 - r.mars.0)
+        } else {
+            "—".to_owned()
+        };
+        s.push_str(&format!(
+            "| {} | {} s | {} | {} | {} | {} | {} | {} |\n",
+            r.platform.name(),
+            r.outage_s,
+            if r.fitted { "fit" } else { "nominal" },
+            published,
+            end(r.mars),
+            end(r.peer),
+            diff,
+            if r.matched { "yes" } else { "NO" },
+        ));
+    }
+    s
+}

@@ -1,0 +1,585 @@
+//! The pieces every suite is made of: platforms, clients, networks, and the
+//! runners that turn one (client, network) pair into a [`RunRecord`].
+
+use std::net::{IpAddr, SocketAddr};
+
+use stn_proto::rng::Rng;
+use stn_proto::time::{Duration, Instant};
+use stn_proto::Profile;
+
+use crate::apps::FixedResponseApp;
+use crate::bench::long_server::LongLinkServerApp;
+use crate::bench::record::RunRecord;
+use crate::bench::stn_client::{StnClient, StnClientConfig};
+use crate::http;
+use crate::oracle::{fresh_tcp_call, long_link_call, Knowledge, PhysicalLimit};
+use crate::path::{PathConditions, PathSchedule};
+use crate::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
+use crate::preset::Preset;
+use crate::tcp::TcpStack;
+use crate::workload::{
+    CallClient, CallRecord, SequentialConfig, SequentialWorkload, SingleShot, WorkloadStats,
+};
+use crate::Simulation;
+
+/// The server's address (short link).
+pub const SERVER: SocketAddr =
+    SocketAddr::new(IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 2)), 8080);
+/// The long-link port on the same host.
+pub const LONG_PORT: u16 = 8081;
+/// Response body of the benchmark's `/mars/hello2` (tens of bytes of
+/// protobuf; 100 bytes here, as in the peer tests).
+pub const RESPONSE_LEN: usize = 100;
+/// Request body of the benchmark's hello (tens of bytes; 64 here).
+pub const REQUEST_LEN: usize = 64;
+/// How many times `onNewDns` returns the server's IP (mars-stn.md §10.3).
+pub const BENCHMARK_DNS_COPIES: usize = 4;
+
+/// Which phone the run models: its TCP stack and its peer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Platform {
+    /// xnu TCP; the peer is NSURLSession (AFNetworking).
+    Ios,
+    /// Linux before 6.5; the peer is OkHttp 2017.
+    Android,
+}
+
+impl Platform {
+    /// Both, in report order.
+    pub const ALL: [Platform; 2] = [Platform::Ios, Platform::Android];
+
+    /// `ios` / `android`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Platform::Ios => "ios",
+            Platform::Android => "android",
+        }
+    }
+
+    /// The client host's TCP stack.
+    pub fn stack(self) -> TcpStack {
+        match self {
+            Platform::Ios => TcpStack::xnu(),
+            Platform::Android => TcpStack::linux_classic(),
+        }
+    }
+}
+
+/// Which engine configuration a client runs.
+#[derive(Clone, Debug, PartialEq)]
+pub enum EngineVariant {
+    /// A profile's defaults (`stn`, `mars-2017` with banning off, `mars`).
+    Profile(Profile),
+    /// stn with overridden constants: **not** the default; labelled
+    /// `stn-tuned` in every record.
+    StnTuned,
+}
+
+/// A client of a run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ClientKind {
+    /// stn-proto's engine.
+    Engine(EngineVariant),
+    /// The platform's peer as benchmarked (NSURLSession per request on
+    /// iOS; OkHttp 2.x per request on Android).
+    PeerBenchmarked,
+    /// OkHttp 2.x with the 60 s connect timeout of the published
+    /// sensitivity runs (Android); NSURLSession as benchmarked on iOS.
+    PeerSensitivity,
+    /// The peer as its docs recommend: OkHttp 5 shared client (Android),
+    /// NSURLSession shared session (iOS).
+    PeerRecommended,
+    /// The physical limit (peers.md §8.3), non-clairvoyant.
+    Oracle,
+}
+
+impl ClientKind {
+    /// `stn`.
+    pub const STN: ClientKind = ClientKind::Engine(EngineVariant::Profile(Profile::Stn));
+    /// `mars-2017`.
+    pub const MARS_2017: ClientKind = ClientKind::Engine(EngineVariant::Profile(Profile::Mars2017));
+    /// `mars`.
+    pub const MARS: ClientKind = ClientKind::Engine(EngineVariant::Profile(Profile::Mars));
+    /// `stn-tuned`.
+    pub const STN_TUNED: ClientKind = ClientKind::Engine(EngineVariant::StnTuned);
+
+    /// The report name on `platform`.
+    pub fn name(&self, platform: Platform) -> &'static str {
+        match (self, platform) {
+            (ClientKind::Engine(EngineVariant::Profile(Profile::Stn)), _) => "stn",
+            (ClientKind::Engine(EngineVariant::Profile(Profile::Mars2017)), _) => "mars-2017",
+            (ClientKind::Engine(EngineVariant::Profile(Profile::Mars)), _) => "mars",
+            (ClientKind::Engine(EngineVariant::StnTuned), _) => "stn-tuned",
+            (ClientKind::PeerBenchmarked | ClientKind::PeerSensitivity, Platform::Ios) => {
+                "nsurlsession"
+            }
+            (ClientKind::PeerBenchmarked, Platform::Android) => "okhttp-2017",
+            (ClientKind::PeerSensitivity, Platform::Android) => "okhttp-2017-60s",
+            (ClientKind::PeerRecommended, Platform::Ios) => "nsurlsession-shared",
+            (ClientKind::PeerRecommended, Platform::Android) => "okhttp-5",
+            (ClientKind::Oracle, _) => "oracle",
+        }
+    }
+}
+
+/// What `stn-tuned` changes, for the records' `note`.
+pub const STN_TUNED_NOTE: &str = "TUNED, not the default: zombie_idle_restart = 250 ms; \
+     timeouts.{wifi,mobile}.base_first_packet = 4 s (Mars: 12 s / 15 s; size term and max unchanged)";
+
+/// The overrides of `stn-tuned` (see [`crate::bench`] docs for the evidence):
+/// - a parked (zombie) task is replayed 250 ms after its attempt failed
+///   instead of 3 s (the same delay as a retry after a fast failure, so a
+///   refusing server cannot make it spin): a retry-0 task keeps trying
+///   until its deadline instead of sitting idle;
+/// - the base of the first-packet timeout is 4 s instead of Mars's 12 s
+///   (Wi-Fi) / 15 s (mobile). The size term (`send_len / min_rate`) and the
+///   cap stay, so large requests keep their allowance. Under heavy loss a
+///   TCP exchange that has not answered within ~4 s is usually stuck in
+///   exponential RTO back-off, and a fresh connection is faster; the cost
+///   is for servers slower than 4 s, which must then set
+///   `server_process_cost`.
+///
+/// Both help the short link and **hurt the long link** (a first-packet
+/// timeout there drops the whole link; replaying parked tasks quickly on a
+/// link that keeps dropping costs reconnects): the engine has one knob for
+/// both channels, so a per-channel setting is what to adopt, not these.
+pub fn stn_tuned_config(cfg: &mut stn_proto::engine::Config) {
+    cfg.zombie_idle_restart = Duration::from_millis(250);
+    cfg.timeouts.wifi.base_first_packet = Duration::from_secs(4);
+    cfg.timeouts.mobile.base_first_packet = Duration::from_secs(4);
+}
+
+/// Everything about one run except the client.
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// Suite name for the record.
+    pub suite: String,
+    /// Scenario name for the record.
+    pub scenario: String,
+    /// The network.
+    pub path: PathSchedule,
+    /// Request body bytes.
+    pub request_len: usize,
+    /// Response body bytes.
+    pub response_len: usize,
+    /// `short` or `long` (engine clients; peers and the oracle follow).
+    pub long_link: bool,
+    /// Retry count of engine tasks (`None`: the engine default, 1).
+    pub retry_count: Option<u8>,
+    /// How often `onNewDns` repeats the server IP.
+    pub dns_copies: usize,
+    /// Keep-alive server (for recommended peers).
+    pub keep_alive_server: bool,
+    /// Root seed of the run.
+    pub seed: u64,
+    /// Run index (record field).
+    pub run: u32,
+}
+
+/// Virtual time a run may last at most.
+const HORIZON: Instant = Instant::from_secs(500_000);
+
+/// Builds the simulation of `spec` (server host, apps).
+fn simulation<C: crate::client::SimClient>(spec: &RunSpec) -> Simulation<C> {
+    let mut sim = Simulation::new(spec.seed);
+    sim.keep_trace_events(false);
+    sim.add_host(SERVER.ip(), spec.path.clone());
+    if spec.keep_alive_server {
+        sim.listen(SERVER, KeepAliveApp::new(spec.response_len, Duration::ZERO))
+            .ok();
+    } else {
+        sim.listen(
+            SERVER,
+            FixedResponseApp::new(spec.response_len, Duration::ZERO),
+        )
+        .ok();
+    }
+    sim.listen(
+        SocketAddr::new(SERVER.ip(), LONG_PORT),
+        LongLinkServerApp::new(spec.response_len, Duration::ZERO),
+    )
+    .ok();
+    sim
+}
+
+/// The engine client of `variant` for `spec` on `platform`.
+pub fn engine_client(variant: &EngineVariant, platform: Platform, spec: &RunSpec) -> StnClient {
+    let profile = match variant {
+        EngineVariant::Profile(p) => *p,
+        EngineVariant::StnTuned => Profile::Stn,
+    };
+    let name = ClientKind::Engine(variant.clone()).name(platform);
+    let mut cfg = StnClientConfig::new(
+        name,
+        profile,
+        vec![SERVER.ip(); spec.dns_copies.max(1)],
+        SERVER.port(),
+        spec.long_link.then_some(LONG_PORT),
+        platform.stack(),
+    );
+    cfg.engine.seed = Rng::derive(spec.seed, 0xE6).next_u64();
+    cfg.retry_count = spec.retry_count;
+    if *variant == EngineVariant::StnTuned {
+        stn_tuned_config(&mut cfg.engine);
+    }
+    StnClient::new(cfg)
+}
+
+fn peer_client(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> Box<dyn CallClient> {
+    let routes = vec![SERVER; spec.dns_copies.max(1)];
+    match (kind, platform) {
+        (ClientKind::PeerBenchmarked | ClientKind::PeerSensitivity, Platform::Ios) => {
+            Box::new(NsUrlSession::benchmarked(SERVER))
+        }
+        (ClientKind::PeerSensitivity, Platform::Android) => {
+            Box::new(OkHttp2017::sensitivity(SERVER, Kernel::LinuxClassic))
+        }
+        (ClientKind::PeerRecommended, Platform::Ios) => Box::new(NsUrlSession::recommended(routes)),
+        (ClientKind::PeerRecommended, Platform::Android) => {
+            Box::new(OkHttp5::recommended(routes, Kernel::LinuxClassic))
+        }
+        _ => Box::new(OkHttp2017::benchmarked(SERVER, Kernel::LinuxClassic)),
+    }
+}
+
+/// A finished run's records and how much virtual time it simulated.
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    /// The record.
+    pub record: RunRecord,
+    /// Every call.
+    pub calls: Vec<CallRecord>,
+    /// Virtual seconds simulated.
+    pub sim_s: f64,
+    /// Trace hash of the simulation (0 for the oracle).
+    pub trace_hash: u64,
+    /// Contract violations the engine adapter saw (engine clients).
+    pub violations: Vec<String>,
+}
+
+fn secs(d: Duration) -> f64 {
+    stn_proto::time::duration_nanos_saturating(d) as f64 / 1e9
+}
+
+fn base_record(spec: &RunSpec, platform: Platform, client: &str) -> RunRecord {
+    RunRecord {
+        suite: spec.suite.clone(),
+        scenario: spec.scenario.clone(),
+        platform: platform.name().to_owned(),
+        client: client.to_owned(),
+        channel: if spec.long_link { "long" } else { "short" }.to_owned(),
+        run: spec.run,
+        successes: 0,
+        attempts: 0,
+        total_s: 0.0,
+        mean_s: 0.0,
+        p50_s: 0.0,
+        p95_s: 0.0,
+        p99_s: 0.0,
+        completion_s: None,
+        ok: false,
+        connects: None,
+        syns: None,
+        sim_s: None,
+        note: None,
+    }
+}
+
+fn fill_stats(rec: &mut RunRecord, s: &WorkloadStats) {
+    let f = |d: Option<Duration>| d.map_or(0.0, secs);
+    rec.successes = s.successes;
+    rec.attempts = s.attempts;
+    rec.total_s = secs(s.total_time);
+    rec.mean_s = f(s.mean_ok);
+    rec.p50_s = f(s.p50_ok);
+    rec.p95_s = f(s.p95_ok);
+    rec.p99_s = f(s.p99_ok);
+    rec.connects = Some(u64::from(s.cost.connects));
+    rec.syns = Some(u64::from(s.cost.syns));
+}
+
+/// Wire sizes the oracle carries: the request and response as the engine
+/// frames them (HTTP head + body, or a 20-byte frame header + body).
+fn oracle_messages(spec: &RunSpec) -> Vec<crate::oracle::Message> {
+    if spec.long_link {
+        long_link_call(
+            spec.request_len + 20,
+            spec.response_len + 20,
+            Duration::ZERO,
+        )
+    } else if spec.keep_alive_server {
+        // Connection reuse: the best case is an established connection.
+        let req = http::post(
+            crate::bench::stn_client::CGI,
+            "10.0.0.2:8080",
+            &vec![0; spec.request_len],
+        )
+        .len();
+        let resp = http::response(200, &vec![0; spec.response_len]).len();
+        long_link_call(req, resp, Duration::ZERO)
+    } else {
+        let req = http::post(
+            crate::bench::stn_client::CGI,
+            "10.0.0.2:8080",
+            &vec![0; spec.request_len],
+        )
+        .len();
+        let resp = http::response(200, &vec![0; spec.response_len]).len();
+        fresh_tcp_call(req, resp, Duration::ZERO)
+    }
+}
+
+/// The benchmark loop (one call at a time until `successes` successes, at
+/// most 10× as many calls) for one client.
+pub fn run_sequential(
+    kind: &ClientKind,
+    platform: Platform,
+    spec: &RunSpec,
+    successes: u64,
+) -> RunResult {
+    let name = kind.name(platform);
+    let mut rec = base_record(spec, platform, name);
+    let wl = SequentialConfig {
+        request_len: spec.request_len,
+        target_successes: successes,
+        max_calls: successes.saturating_mul(10),
+    };
+    if *kind == ClientKind::Oracle {
+        let oracle = PhysicalLimit::new(&spec.path, spec.seed);
+        let runs = oracle.run_sequence(
+            Knowledge::LinkSchedule,
+            Instant::ZERO,
+            &oracle_messages(spec),
+            usize::try_from(successes).unwrap_or(usize::MAX),
+            HORIZON,
+        );
+        let mut start = Instant::ZERO;
+        let calls: Vec<CallRecord> = runs
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let c = CallRecord {
+                    id: crate::workload::CallId(i as u64),
+                    started: start,
+                    finished: r.completed,
+                    result: Ok(crate::workload::CallSuccess {
+                        status: 200,
+                        response_len: spec.response_len,
+                    }),
+                    cost: crate::workload::CallCost {
+                        connects: u32::from(!spec.long_link),
+                        syns: 0,
+                        requests: 1,
+                        reused: spec.long_link,
+                    },
+                };
+                start = r.completed;
+                c
+            })
+            .collect();
+        let stats = WorkloadStats::from_records(&calls);
+        fill_stats(&mut rec, &stats);
+        rec.syns = None;
+        rec.ok = stats.successes >= successes;
+        rec.sim_s = Some(rec.total_s);
+        return RunResult {
+            record: rec,
+            calls,
+            sim_s: secs(start - Instant::ZERO),
+            trace_hash: 0,
+            violations: Vec::new(),
+        };
+    }
+    let (calls, sim_s, hash, violations) = match kind {
+        ClientKind::Engine(v) => {
+            let client = engine_client(v, platform, spec);
+            let mut sim = simulation(spec);
+            let stack = client.stack();
+            let id = sim.add_client(SequentialWorkload::new(client, wl), stack);
+            sim.run_until_finished(HORIZON);
+            let w = sim.client(id);
+            (
+                w.records().to_vec(),
+                secs(sim.now() - Instant::ZERO),
+                sim.trace().hash(),
+                w.client().violations().to_vec(),
+            )
+        }
+        _ => {
+            let client = peer_client(kind, platform, spec);
+            let mut sim = simulation(spec);
+            let id = sim.add_client(SequentialWorkload::new(client, wl), platform.stack());
+            sim.run_until_finished(HORIZON);
+            let w = sim.client(id);
+            (
+                w.records().to_vec(),
+                secs(sim.now() - Instant::ZERO),
+                sim.trace().hash(),
+                Vec::new(),
+            )
+        }
+    };
+    let stats = WorkloadStats::from_records(&calls);
+    fill_stats(&mut rec, &stats);
+    rec.ok = stats.successes >= successes;
+    rec.sim_s = Some(sim_s);
+    RunResult {
+        record: rec,
+        calls,
+        sim_s,
+        trace_hash: hash,
+        violations,
+    }
+}
+
+/// [`run_sequential`] for an engine client built by the caller (any
+/// configuration); also returns the client's kept attempt reports.
+pub fn run_engine_sequential(
+    client: StnClient,
+    platform: Platform,
+    spec: &RunSpec,
+    successes: u64,
+) -> (RunResult, Vec<stn_proto::engine::Report>) {
+    let mut rec = base_record(spec, platform, &client.config().name.clone());
+    let wl = SequentialConfig {
+        request_len: spec.request_len,
+        target_successes: successes,
+        max_calls: successes.saturating_mul(10),
+    };
+    let mut sim = simulation(spec);
+    let stack = client.stack();
+    let id = sim.add_client(SequentialWorkload::new(client, wl), stack);
+    sim.run_until_finished(HORIZON);
+    let w = sim.client(id);
+    let calls = w.records().to_vec();
+    let stats = WorkloadStats::from_records(&calls);
+    fill_stats(&mut rec, &stats);
+    rec.ok = stats.successes >= successes;
+    let sim_s = secs(sim.now() - Instant::ZERO);
+    rec.sim_s = Some(sim_s);
+    (
+        RunResult {
+            record: rec,
+            calls,
+            sim_s,
+            trace_hash: sim.trace().hash(),
+            violations: w.client().violations().to_vec(),
+        },
+        w.client().reports().to_vec(),
+    )
+}
+
+/// [`run_single`] for an engine client built by the caller.
+pub fn run_engine_single(client: StnClient, platform: Platform, spec: &RunSpec) -> RunResult {
+    let mut rec = base_record(spec, platform, &client.config().name.clone());
+    let limit = Instant::from_secs(300);
+    let stack = client.stack();
+    let mut sim = simulation(spec);
+    let id = sim.add_client(SingleShot::new(client, spec.request_len), stack);
+    sim.run_until_finished(limit);
+    let w = sim.client(id);
+    let call = w.record().copied();
+    let calls: Vec<CallRecord> = call.into_iter().collect();
+    let stats = WorkloadStats::from_records(&calls);
+    fill_stats(&mut rec, &stats);
+    let end = call.map_or(secs(limit - Instant::ZERO), |c| {
+        secs(c.finished - Instant::ZERO)
+    });
+    rec.total_s = end;
+    rec.completion_s = call.filter(CallRecord::is_ok).map(|_| end);
+    rec.ok = rec.completion_s.is_some();
+    let sim_s = secs(sim.now() - Instant::ZERO);
+    rec.sim_s = Some(sim_s);
+    RunResult {
+        record: rec,
+        calls,
+        sim_s,
+        trace_hash: sim.trace().hash(),
+        violations: w.client().violations().to_vec(),
+    }
+}
+
+/// One call at t = 0 (the sensitivity test) for one client; the record's
+/// `completion_s` is its completion, `total_s` its end (success or failure).
+pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunResult {
+    let name = kind.name(platform);
+    let mut rec = base_record(spec, platform, name);
+    let limit = Instant::from_secs(300);
+    if *kind == ClientKind::Oracle {
+        let oracle = PhysicalLimit::new(&spec.path, spec.seed);
+        let run = oracle.run(
+            Knowledge::LinkSchedule,
+            Instant::ZERO,
+            &oracle_messages(spec),
+            limit,
+        );
+        let done = run.map(|r| secs(r.completed - Instant::ZERO));
+        rec.attempts = 1;
+        rec.successes = u64::from(done.is_some());
+        rec.completion_s = done;
+        rec.ok = done.is_some();
+        let t = done.unwrap_or(300.0);
+        rec.total_s = t;
+        (rec.mean_s, rec.p50_s, rec.p95_s, rec.p99_s) = (t, t, t, t);
+        rec.sim_s = Some(t);
+        return RunResult {
+            record: rec,
+            calls: Vec::new(),
+            sim_s: t,
+            trace_hash: 0,
+            violations: Vec::new(),
+        };
+    }
+    let (call, sim_s, hash, violations) = match kind {
+        ClientKind::Engine(v) => {
+            let client = engine_client(v, platform, spec);
+            let stack = client.stack();
+            let mut sim = simulation(spec);
+            let id = sim.add_client(SingleShot::new(client, spec.request_len), stack);
+            sim.run_until_finished(limit);
+            let w = sim.client(id);
+            (
+                w.record().copied(),
+                secs(sim.now() - Instant::ZERO),
+                sim.trace().hash(),
+                w.client().violations().to_vec(),
+            )
+        }
+        _ => {
+            let client = peer_client(kind, platform, spec);
+            let mut sim = simulation(spec);
+            let id = sim.add_client(SingleShot::new(client, spec.request_len), platform.stack());
+            sim.run_until_finished(limit);
+            let w = sim.client(id);
+            (
+                w.record().copied(),
+                secs(sim.now() - Instant::ZERO),
+                sim.trace().hash(),
+                Vec::new(),
+            )
+        }
+    };
+    let calls: Vec<CallRecord> = call.into_iter().collect();
+    let stats = WorkloadStats::from_records(&calls);
+    fill_stats(&mut rec, &stats);
+    let end = call.map_or(secs(limit - Instant::ZERO), |c| {
+        secs(c.finished - Instant::ZERO)
+    });
+    rec.total_s = end;
+    rec.completion_s = call.filter(CallRecord::is_ok).map(|_| end);
+    rec.ok = rec.completion_s.is_some();
+    rec.sim_s = Some(sim_s);
+    RunResult {
+        record: rec,
+        calls,
+        sim_s,
+        trace_hash: hash,
+        violations,
+    }
+}
+
+/// The "N% Loss" base path (30 ms each way, unlimited bandwidth) as "the
+/// normal network" of the sensitivity test.
+pub fn normal_network() -> PathConditions {
+    Preset::LossPercent(0.0).conditions()
+}

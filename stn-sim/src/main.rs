@@ -1,0 +1,368 @@
+//! `stn-sim`: the deterministic simulator's command line.
+//!
+//! ```text
+//! stn-sim bench [--quick] [--seed N] [--suite NAME]... [--no-tuned] [--out DIR]
+//! stn-sim run SCENARIO.toml [--seed N] [--out DIR]
+//! stn-sim trace [--seed N] [--scenario SCENARIO.toml] [--client NAME] [--run N]
+//! ```
+//!
+//! - `bench` runs the benchmark suites of `reference/stn-benchmark.md`
+//!   (all of them unless `--suite` picks some), prints the published-style
+//!   Markdown tables on stdout, writes `report.md`, `report.json` and SVG
+//!   charts into `--out` (default `target/stn-bench/`), and ends with the
+//!   speed line on stderr. Progress (one line per run) goes to stderr, so
+//!   stdout is exactly the tables and the same for the same command.
+//! - `run` runs a scenario file (format: `stn_sim::scenario`) and prints the
+//!   same tables; `--out` also writes the report files.
+//! - `trace` prints one run's simulator trace, one event per line, then its
+//!   hash. Without `--scenario` it runs a built-in one (stn on 3G + 30 %
+//!   loss, three calls).
+//!
+//! The default seed is [`DEFAULT_SEED`] (1), so a bare `stn-sim bench`
+//! always reproduces the same report.
+
+// The CLI's job is printing; the workspace lints warn on print macros to
+// keep them out of library code.
+#![allow(clippy::print_stdout, clippy::print_stderr)]
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+use stn_sim::bench::record::{Report, RunRecord};
+use stn_sim::bench::{run_suite, BenchOptions, Suite};
+use stn_sim::report::{self, table};
+use stn_sim::scenario::{Scenario, DEFAULT_TRACE_SCENARIO};
+
+/// The root seed when `--seed` is not given.
+const DEFAULT_SEED: u64 = 1;
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "stn-sim",
+    version,
+    about = "Deterministic lossy-network simulator for stn: the Mars STN benchmark, scenarios, traces",
+    long_about = None,
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the benchmark suites; print the published-style tables; write
+    /// report.md, report.json and SVG charts.
+    Bench(BenchArgs),
+    /// Run a scenario file (TOML; see the rustdoc of stn_sim::scenario and
+    /// stn-sim/scenarios/example.toml) and print its tables.
+    Run(RunArgs),
+    /// Print one run's event trace (one event per line) and its hash.
+    Trace(TraceArgs),
+}
+
+#[derive(Debug, Args)]
+struct BenchArgs {
+    /// Fewer calls and runs: 50 successes instead of 500, 10 calls instead
+    /// of 50, one sensitivity run instead of 3.
+    #[arg(long)]
+    quick: bool,
+    /// Root seed; every run's seed derives from it.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    seed: u64,
+    /// Run only this suite (repeatable). Default: all of them.
+    #[arg(long = "suite", value_name = "NAME", value_parser = parse_suite)]
+    suites: Vec<Suite>,
+    /// Leave out `stn-tuned` (stn with overridden constants, labelled).
+    #[arg(long)]
+    no_tuned: bool,
+    /// Directory for report.md, report.json and the charts.
+    #[arg(long, value_name = "DIR", default_value = "target/stn-bench")]
+    out: PathBuf,
+}
+
+#[derive(Debug, Args)]
+struct RunArgs {
+    /// The scenario file.
+    #[arg(value_name = "SCENARIO.toml")]
+    scenario: PathBuf,
+    /// Root seed.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    seed: u64,
+    /// Also write report.md and report.json into this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+struct TraceArgs {
+    /// Root seed.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    seed: u64,
+    /// A scenario file; default: a built-in one (stn, 3G + 30 % loss, three calls).
+    #[arg(long, value_name = "SCENARIO.toml")]
+    scenario: Option<PathBuf>,
+    /// Which of the scenario's clients to trace; default: its first one.
+    #[arg(long, value_name = "NAME")]
+    client: Option<String>,
+    /// Which run of the scenario (each run has its own derived seed).
+    #[arg(long, default_value_t = 0)]
+    run: u32,
+}
+
+fn parse_suite(s: &str) -> Result<Suite, String> {
+    Suite::from_name(s).ok_or_else(|| {
+        let names: Vec<&str> = Suite::ALL.iter().map(|s| s.name()).collect();
+        format!("unknown suite {s:?}; use one of: {}", names.join(", "))
+    })
+}
+
+/// Wall-clock time since `start`, for the speed line only.
+struct Stopwatch(std::time::Instant);
+
+impl Stopwatch {
+    // The simulator never reads a clock; the CLI measures how fast it ran
+    // (the speed line), and nothing it measures enters a report file.
+    #[allow(clippy::disallowed_methods)]
+    fn start() -> Self {
+        Stopwatch(std::time::Instant::now())
+    }
+
+    fn secs(&self) -> f64 {
+        self.0.elapsed().as_secs_f64()
+    }
+}
+
+/// Virtual seconds a record simulated (the bench's `sim_s`, else its total).
+fn simulated_s(r: &RunRecord) -> f64 {
+    r.sim_s.unwrap_or(r.total_s)
+}
+
+fn speed_line(runs: &[RunRecord], wall: f64) -> String {
+    let sim: f64 = runs.iter().map(simulated_s).sum();
+    format!(
+        "speed: {sim:.0} simulated s in {wall:.2} wall-clock s = {:.0} simulated s per wall-clock s ({} runs)",
+        sim / wall.max(1e-9),
+        runs.len()
+    )
+}
+
+fn progress_line(r: &RunRecord, at: f64) -> String {
+    let what = if r.completion_s.is_some() || (r.attempts == 1 && r.suite == "sensitivity") {
+        table::completion_cell(r)
+    } else {
+        format!("{} s, {} attempts", table::secs(r.total_s), r.attempts)
+    };
+    format!(
+        "[{at:8.1}s] {} {} {} {} r{}: {what}{}",
+        r.suite,
+        r.scenario,
+        r.platform,
+        r.client,
+        r.run + 1,
+        if r.ok { "" } else { " (goal missed)" }
+    )
+}
+
+/// The canonical command line of a bench run (no `--out`: where the files
+/// go does not change them).
+fn bench_command(a: &BenchArgs) -> String {
+    let mut c = String::from("stn-sim bench");
+    if a.quick {
+        c.push_str(" --quick");
+    }
+    c.push_str(&format!(" --seed {}", a.seed));
+    for s in &a.suites {
+        c.push_str(&format!(" --suite {}", s.name()));
+    }
+    if a.no_tuned {
+        c.push_str(" --no-tuned");
+    }
+    c
+}
+
+fn bench(a: BenchArgs) -> Result<(), String> {
+    let suites: Vec<Suite> = if a.suites.is_empty() {
+        Suite::ALL.to_vec()
+    } else {
+        // In the order given, each once.
+        let mut v: Vec<Suite> = Vec::new();
+        for s in &a.suites {
+            if !v.contains(s) {
+                v.push(*s);
+            }
+        }
+        v
+    };
+    let names: Vec<&str> = suites.iter().map(|s| s.name()).collect();
+    eprintln!(
+        "stn-sim bench: suites {} (seed {}{}) -> {}",
+        names.join(", "),
+        a.seed,
+        if a.quick { ", quick" } else { "" },
+        a.out.display()
+    );
+    let clock = std::rc::Rc::new(Stopwatch::start());
+    let mut opts = BenchOptions::new(a.seed, a.quick);
+    opts.tuned = !a.no_tuned;
+    let c = std::rc::Rc::clone(&clock);
+    opts.progress = Some(Box::new(move |r: &RunRecord| {
+        eprintln!("{}", progress_line(r, c.secs()));
+    }));
+    let mut report = Report::new(a.seed);
+    for suite in suites {
+        let t0 = clock.secs();
+        let runs = run_suite(suite, &opts);
+        eprintln!(
+            "suite {} done: {} runs in {:.1} s",
+            suite.name(),
+            runs.len(),
+            clock.secs() - t0
+        );
+        report.runs.extend(runs);
+    }
+    let wall = clock.secs();
+    let command = bench_command(&a);
+    print!("{}", report::report_markdown(&report, &command));
+    let files = report::write_report_dir(&a.out, &report, &command)
+        .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
+    for f in files {
+        eprintln!("wrote {}", f.display());
+    }
+    eprintln!("{}", speed_line(&report.runs, wall));
+    Ok(())
+}
+
+fn run(a: RunArgs) -> Result<(), String> {
+    let scenario = Scenario::from_path(&a.scenario).map_err(|e| e.to_string())?;
+    let clock = Stopwatch::start();
+    let runs = scenario.run(a.seed, |r| {
+        eprintln!("{}", progress_line(&r.record, clock.secs()));
+    });
+    let wall = clock.secs();
+    let command = format!("stn-sim run {} --seed {}", a.scenario.display(), a.seed);
+    let mut out = format!(
+        "# Scenario `{}`\n\n- command: `{command}`\n- seed: {}\n\n",
+        scenario.name, a.seed
+    );
+    out.push_str(&scenario.tables(&runs));
+    print!("{out}");
+    if let Some(dir) = &a.out {
+        let mut report = Report::new(a.seed);
+        report.runs = runs.clone();
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for (name, text) in [
+            ("report.md", out),
+            ("report.json", report::report_json(&report)),
+        ] {
+            let path = dir.join(name);
+            std::fs::write(&path, text).map_err(|e| format!("{}: {e}", path.display()))?;
+            eprintln!("wrote {}", path.display());
+        }
+    }
+    eprintln!("{}", speed_line(&runs, wall));
+    Ok(())
+}
+
+fn trace(a: TraceArgs) -> Result<(), String> {
+    let scenario = match &a.scenario {
+        Some(p) => Scenario::from_path(p).map_err(|e| e.to_string())?,
+        None => {
+            Scenario::from_toml(DEFAULT_TRACE_SCENARIO, "built-in").map_err(|e| e.to_string())?
+        }
+    };
+    if a.run >= scenario.runs {
+        return Err(format!(
+            "--run {} but the scenario has {} run(s) (0-based)",
+            a.run, scenario.runs
+        ));
+    }
+    let client = match &a.client {
+        Some(c) => c.clone(),
+        None => scenario
+            .clients
+            .iter()
+            .find(|c| *c != "oracle")
+            .cloned()
+            .ok_or("the scenario has only the oracle, which has no packet trace")?,
+    };
+    let t = scenario.trace(&client, a.seed, a.run)?;
+    let mut out = String::with_capacity(t.events.len() * 80);
+    for e in &t.events {
+        out.push_str(e);
+        out.push('\n');
+    }
+    out.push_str(&format!(
+        "# scenario {} client {client} seed {} run {}: {} events, ended at {:?} ({:?})\ntrace hash: {:016x}\n",
+        scenario.name,
+        a.seed,
+        a.run,
+        t.events.len(),
+        t.end,
+        t.outcome,
+        t.hash
+    ));
+    print!("{out}");
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Bench(a) => bench(a),
+        Command::Run(a) => run(a),
+        Command::Trace(a) => trace(a),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn command_line_is_canonical() {
+        let cli = Cli::try_parse_from([
+            "stn-sim", "bench", "--out", "/tmp/x", "--suite", "loss", "--quick",
+        ])
+        .unwrap();
+        let Command::Bench(a) = cli.command else {
+            panic!("not bench")
+        };
+        assert_eq!(
+            bench_command(&a),
+            "stn-sim bench --quick --seed 1 --suite loss"
+        );
+    }
+
+    #[test]
+    fn unknown_suite_lists_the_names() {
+        let err = Cli::try_parse_from(["stn-sim", "bench", "--suite", "nope"]).unwrap_err();
+        let msg = err.to_string();
+        assert!(
+            msg.contains("unknown suite \"nope\"") && msg.contains("sensitivity"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn speed_line_divides_simulated_by_wall_time() {
+        let r: RunRecord = serde_json::from_value(serde_json::json!({
+            "suite": "loss", "scenario": "3g", "platform": "ios", "client": "stn",
+            "channel": "short", "run": 0, "successes": 1, "attempts": 1, "total_s": 10.0,
+            "mean_s": 1.0, "p50_s": 1.0, "p95_s": 1.0, "p99_s": 1.0, "completion_s": null,
+            "ok": true, "sim_s": 40.0
+        }))
+        .unwrap();
+        assert_eq!(
+            speed_line(&[r.clone(), r], 2.0),
+            "speed: 80 simulated s in 2.00 wall-clock s = 40 simulated s per wall-clock s (2 runs)"
+        );
+    }
+}

@@ -1,0 +1,225 @@
+//! Benchmark reports: the Markdown tables of the published benchmark
+//! ([`table`]), `report.json` ([`crate::bench::record::Report`] through
+//! serde) and SVG charts ([`chart`]).
+//!
+//! Everything here is a pure function of the records, so a report is as
+//! reproducible as the runs: no dates, no host names, no wall-clock times
+//! (the CLI prints its speed line to stderr/stdout, never into the files).
+//!
+//! ```
+//! use stn_sim::bench::record::Report;
+//! use stn_sim::report::report_markdown;
+//! let mut report = Report::new(1);
+//! report.runs.push(serde_json::from_str(r#"{
+//!     "suite": "loss", "scenario": "3g+30%", "platform": "android", "client": "stn",
+//!     "channel": "short", "run": 0, "successes": 500, "attempts": 512, "total_s": 321.0,
+//!     "mean_s": 0.64, "p50_s": 0.41, "p95_s": 2.1, "p99_s": 4.2, "completion_s": null,
+//!     "ok": true }"#).unwrap());
+//! let md = report_markdown(&report, "stn-sim bench --seed 1");
+//! assert!(md.contains("| 3g+30% | 321.00 (512) |"));
+//! ```
+
+pub mod chart;
+pub mod table;
+
+use std::path::{Path, PathBuf};
+
+use crate::bench::record::{Report, RunRecord};
+
+/// Width and height of every chart, in pixels.
+pub const CHART_SIZE: (u32, u32) = (900, 560);
+
+/// The whole `report.md`: a header (command, seed, schema, run count) and
+/// [`table::all_tables`].
+pub fn report_markdown(report: &Report, command: &str) -> String {
+    let mut out = String::from("# stn benchmark report\n\n");
+    out.push_str(&format!("- command: `{command}`\n"));
+    out.push_str(&format!("- seed: {}\n", report.seed));
+    out.push_str(&format!("- schema: {}\n", report.schema));
+    out.push_str(&format!("- runs: {}\n\n", report.runs.len()));
+    out.push_str(
+        "Times are seconds of virtual (simulated) time. The same command gives the same \
+         numbers, bit for bit. Reference: `reference/stn-benchmark.md`.\n\n",
+    );
+    out.push_str(&table::all_tables(&report.runs));
+    out.push_str(&fidelity_section(&report.runs));
+    out.push_str(&targets_section(&report.runs));
+    out
+}
+
+/// Issue point 7's targets ([`crate::bench::targets`]) for `stn` and, when
+/// it ran, `stn-tuned`, misses first; `""` when no target applies.
+pub fn targets_section(runs: &[RunRecord]) -> String {
+    let mut out = String::new();
+    for client in ["stn", "stn-tuned"] {
+        let checks = crate::bench::targets::evaluate(runs, client);
+        if checks.is_empty() {
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str("## Targets\n\n");
+        }
+        let met = checks.iter().filter(|c| c.met).count();
+        out.push_str(&format!(
+            "### `{client}`: {met} of {} met\n\n{}\n",
+            checks.len(),
+            crate::bench::targets::table(&checks)
+        ));
+    }
+    out
+}
+
+/// The published sensitivity rows against the model's `mars-2017` and peer
+/// ([`crate::bench::fidelity`]), nominal and fitted scenarios; `""` without
+/// sensitivity records.
+pub fn fidelity_section(runs: &[RunRecord]) -> String {
+    let mut out = String::new();
+    for (fitted, title) in [
+        (false, "nominal `outage-Rs`"),
+        (true, "fitted `outage-Rs/fit`"),
+    ] {
+        let rows = crate::bench::fidelity::compare(runs, fitted);
+        if rows.is_empty() {
+            continue;
+        }
+        if out.is_empty() {
+            out.push_str("## Fidelity: the published sensitivity tables against the model\n\n");
+        }
+        out.push_str(&format!(
+            "### {title}\n\n{}\n",
+            crate::bench::fidelity::table(&rows)
+        ));
+    }
+    out
+}
+
+/// `report.json`: the report through serde, pretty-printed.
+pub fn report_json(report: &Report) -> String {
+    // Serializing plain strings, integers and floats cannot fail.
+    let mut s = serde_json::to_string_pretty(report).unwrap_or_default();
+    s.push('\n');
+    s
+}
+
+/// A file name made of `[a-z0-9-]` from `parts`.
+fn file_stem(parts: &[&str]) -> String {
+    let joined = parts.join("-").to_lowercase();
+    let mut s: String = joined
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect();
+    while s.contains("--") {
+        s = s.replace("--", "-");
+    }
+    s.trim_matches('-').to_owned()
+}
+
+/// Every chart the records allow, as `(file name, chart)`:
+/// - `sensitivity-<platform>[-<variant>].svg`: completion against the outage
+///   length, per platform and scenario variant (`outage-Rs` vs `outage-Rs/fit`);
+/// - `<suite>-<platform>.svg`: total time against the loss rate for every
+///   other suite whose scenarios carry a loss rate (`loss-30%`), size suites
+///   excepted.
+pub fn charts(runs: &[RunRecord]) -> Vec<(String, chart::LineChart)> {
+    let all: Vec<&RunRecord> = runs.iter().collect();
+    let mut out = Vec::new();
+    for suite in table::ordered(&all, |r| r.suite.as_str()) {
+        let these: Vec<&RunRecord> = all.iter().copied().filter(|r| r.suite == suite).collect();
+        for platform in table::ordered(&these, |r| r.platform.as_str()) {
+            match suite {
+                "sensitivity" => {
+                    let mine: Vec<&RunRecord> = these
+                        .iter()
+                        .copied()
+                        .filter(|r| r.platform == platform)
+                        .collect();
+                    for variant in table::ordered(&mine, |r| table::scenario_variant(&r.scenario).1)
+                    {
+                        if let Some(c) = chart::sensitivity_chart(runs, suite, platform, variant) {
+                            out.push((
+                                format!("{}.svg", file_stem(&[suite, platform, variant])),
+                                c,
+                            ));
+                        }
+                    }
+                }
+                "request_size" | "response_size" => {}
+                _ => {
+                    if let Some(c) = chart::loss_chart(runs, suite, platform) {
+                        out.push((format!("{}.svg", file_stem(&[suite, platform])), c));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Writes `report.md`, `report.json` and the charts into `dir` (created if
+/// missing); returns the paths written, in that order.
+pub fn write_report_dir(
+    dir: &Path,
+    report: &Report,
+    command: &str,
+) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    let mut put = |name: &str, text: &str| -> std::io::Result<()> {
+        let path = dir.join(name);
+        std::fs::write(&path, text)?;
+        written.push(path);
+        Ok(())
+    };
+    put("report.md", &report_markdown(report, command))?;
+    put("report.json", &report_json(report))?;
+    for (name, c) in charts(&report.runs) {
+        let svg = c
+            .to_svg(CHART_SIZE.0, CHART_SIZE.1)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        put(&name, &svg)?;
+    }
+    Ok(written)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::report::table::tests::{rec, single};
+
+    #[test]
+    fn writes_every_file_and_json_round_trips() {
+        let dir = std::env::temp_dir().join(format!("stn-sim-report-test-{}", std::process::id()));
+        let mut report = Report::new(9);
+        report.runs.push(rec("loss", "3g+30%", "android", "stn", 0));
+        report
+            .runs
+            .push(single("outage-5s", "ios", "stn", 0, Some(5.4), 0.0));
+        let files = write_report_dir(&dir, &report, "stn-sim bench --seed 9").unwrap();
+        let names: Vec<String> = files
+            .iter()
+            .map(|p| p.file_name().unwrap().to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            names,
+            [
+                "report.md",
+                "report.json",
+                "loss-android.svg",
+                "sensitivity-ios.svg"
+            ]
+        );
+        let json = std::fs::read_to_string(dir.join("report.json")).unwrap();
+        let back: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, report);
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        assert!(md.starts_with(
+            "# stn benchmark report\n\n- command: `stn-sim bench --seed 9`\n- seed: 9\n"
+        ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn file_stems_are_plain() {
+        assert_eq!(file_stem(&["loss", "iOS / 3G+30%"]), "loss-ios-3g-30");
+    }
+}
