@@ -48,8 +48,8 @@
 //! reason: faster retries (0 s after a timeout, 250 ms otherwise, Mars 1 s);
 //! a network change does not use up a retry; `Both` tasks pick their link at
 //! every attempt; without network tasks wait instead of failing or burning
-//! attempts; failed tasks are parked until their deadline and replayed on any
-//! sign of connectivity (or after 3 s idle); resolve answers reused for 30 s (until an attempt fails to connect);
+//! attempts; parked tasks (Mars's rule) replayed on any sign of connectivity
+//! (or after 1 s idle); resolve answers reused for 30 s (until an attempt fails to connect);
 //! lost SYNs abandoned and replaced for the whole race
 //! ([`STN_MAX_ABANDONS`]); an RTT hint that backs off after failed races; at
 //! most 64 short-link attempts in flight; [`Engine::identify_verdict`]
