@@ -78,6 +78,8 @@ pub mod ban;
 pub mod codec;
 pub mod engine;
 pub mod error;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod heartbeat;
 pub mod io;
 pub mod limit;

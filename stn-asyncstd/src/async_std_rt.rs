@@ -1,0 +1,49 @@
+//! The async-std [`Runtime`].
+
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::time::Instant;
+
+use async_std::net::{TcpStream, ToSocketAddrs};
+use stn_driver::{AsyncStream, AsyncTimer, BoxFuture, Runtime};
+
+use crate::io::{distinct_ips, Stream, Timer};
+
+/// The async-std [`Runtime`]: `async_std::task::spawn`, async-io's
+/// resettable `Timer` (async-std's timers are async-io's),
+/// `async_std::net::TcpStream::connect` (with `TCP_NODELAY`) and
+/// `async_std::net::ToSocketAddrs` for host names.
+///
+/// Needs no runtime context: async-std's global executor and async-io's
+/// reactor start on first use, so a client can be built from any thread.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AsyncStdRuntime;
+
+impl Runtime for AsyncStdRuntime {
+    fn spawn(&self, future: BoxFuture<()>) {
+        // Dropping async-std's JoinHandle detaches the task.
+        drop(async_std::task::spawn(future));
+    }
+
+    fn new_timer(&self, deadline: Instant) -> Pin<Box<dyn AsyncTimer>> {
+        Box::pin(Timer::at(deadline))
+    }
+
+    fn connect(&self, addr: SocketAddr) -> BoxFuture<io::Result<Box<dyn AsyncStream>>> {
+        Box::pin(async move {
+            let stream = TcpStream::connect(addr).await?;
+            // Small request/response frames: do not wait for Nagle.
+            stream.set_nodelay(true)?;
+            Ok(Box::new(Stream(stream)) as Box<dyn AsyncStream>)
+        })
+    }
+
+    fn resolve(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
+        Box::pin(async move {
+            // A lookup needs a port; only the addresses matter.
+            let addrs = (host.as_str(), 0).to_socket_addrs().await?;
+            Ok(distinct_ips(addrs))
+        })
+    }
+}

@@ -1,0 +1,166 @@
+//! The shared client suite (`stn-tokio/tests/client_suite`, one copy for
+//! both adapters) on stn-asyncstd: once under async-std's executor
+//! ([`AsyncStdRuntime`]) and once under smol's ([`SmolRuntime`]). The
+//! reference server runs on a tokio runtime thread of its own
+//! (`client_suite::ServerHost`); every test is bounded by
+//! `client_suite::TEST_BOUND`.
+//!
+//! ```text
+//! cargo test -p stn-asyncstd --test client_asyncstd            # both executors
+//! cargo test -p stn-asyncstd --test client_asyncstd smol::     # smol only
+//! ```
+
+#[macro_use]
+#[path = "../../stn-tokio/tests/client_suite/mod.rs"]
+mod client_suite;
+
+/// The suite under async-std's executor.
+mod async_std {
+    use std::future::Future;
+    use std::time::Duration;
+
+    use stn_asyncstd::AsyncStdRuntime;
+    use stn_driver::BoxFuture;
+
+    use crate::client_suite;
+
+    /// `async_std::task::block_on`, `spawn` and `sleep`.
+    struct AsyncStdHarness;
+
+    impl client_suite::Harness for AsyncStdHarness {
+        type Rt = AsyncStdRuntime;
+
+        fn run(test: BoxFuture<()>) {
+            ::async_std::task::block_on(test);
+        }
+
+        fn spawn<T: Send + 'static>(fut: impl Future<Output = T> + Send + 'static) -> BoxFuture<T> {
+            // async-std's JoinHandle detaches on drop and re-raises a panic.
+            Box::pin(::async_std::task::spawn(fut))
+        }
+
+        fn sleep(d: Duration) -> BoxFuture<()> {
+            Box::pin(::async_std::task::sleep(d))
+        }
+    }
+
+    client_suite!(AsyncStdHarness);
+}
+
+/// The suite under smol's executor.
+#[cfg(feature = "smol")]
+mod smol {
+    use std::future::Future;
+    use std::pin::Pin;
+    use std::sync::Arc;
+    use std::task::{Context, Poll};
+    use std::time::Duration;
+
+    use stn_asyncstd::proto::task::{Channel, Task};
+    use stn_asyncstd::{Error, SmolClientBuilder, SmolRuntime};
+    use stn_driver::BoxFuture;
+    use stn_tokio::server::ServerConfig;
+
+    use crate::client_suite;
+
+    /// `smol::block_on`, `smol::spawn` and `smol::Timer`.
+    struct SmolHarness;
+
+    /// A smol task that detaches when dropped (as tokio's and async-std's
+    /// handles do) instead of cancelling.
+    struct Detaching<T>(Option<::smol::Task<T>>);
+
+    impl<T> Future for Detaching<T> {
+        type Output = T;
+
+        fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<T> {
+            let task = self.0.as_mut().expect("polled after completion");
+            let out = Pin::new(task).poll(cx);
+            if out.is_ready() {
+                self.0 = None;
+            }
+            out
+        }
+    }
+
+    impl<T> Drop for Detaching<T> {
+        fn drop(&mut self) {
+            if let Some(task) = self.0.take() {
+                task.detach();
+            }
+        }
+    }
+
+    impl client_suite::Harness for SmolHarness {
+        type Rt = SmolRuntime;
+
+        fn run(test: BoxFuture<()>) {
+            ::smol::block_on(test);
+        }
+
+        fn spawn<T: Send + 'static>(fut: impl Future<Output = T> + Send + 'static) -> BoxFuture<T> {
+            Box::pin(Detaching(Some(::smol::spawn(fut))))
+        }
+
+        fn sleep(d: Duration) -> BoxFuture<()> {
+            Box::pin(async move {
+                ::smol::Timer::after(d).await;
+            })
+        }
+    }
+
+    client_suite!(SmolHarness);
+
+    /// On an executor the app owns (`SmolRuntime::with_executor`): tasks
+    /// work while it runs; when it is dropped with a task pending (the
+    /// driver goes with it, no shutdown), the pending `send` still ends,
+    /// with `Error::Shutdown`.
+    #[test]
+    fn own_executor_then_dropped() {
+        client_suite::run::<SmolHarness>(async {
+            let healthy = client_suite::ServerHost::healthy();
+            let stalled = client_suite::ServerHost::start(ServerConfig {
+                long_addr: None,
+                delay: Duration::from_secs(10),
+                ..ServerConfig::default()
+            });
+            let ex = Arc::new(::smol::Executor::new());
+            let client = SmolClientBuilder::with_runtime(SmolRuntime::with_executor(&ex))
+                .endpoint("127.0.0.1")
+                .short_link_port(stalled.short().port())
+                .long_link_port(healthy.long().port())
+                .build()
+                .expect("client");
+            // The executor runs on its own thread until told to stop.
+            let (stop_tx, stop_rx) = ::smol::channel::bounded::<()>(1);
+            let runner = {
+                let ex = ex.clone();
+                std::thread::spawn(move || ::smol::block_on(ex.run(stop_rx.recv())))
+            };
+
+            let ok = client
+                .send(Task::new(8, "", "on my executor").channel(Channel::Long))
+                .await
+                .expect("long ok");
+            assert_eq!(ok.body, "on my executor");
+
+            let c = client.clone();
+            let pending = ::smol::spawn(async move {
+                // The server delays 10 s; the executor is gone before then.
+                c.send(Task::new(8, "/mars/hello2", "orphaned").channel(Channel::Short))
+                    .await
+            });
+            ::smol::Timer::after(Duration::from_millis(200)).await;
+            stop_tx.send(()).await.expect("runner alive");
+            ::smol::unblock(move || runner.join())
+                .await
+                .expect("runner thread")
+                .expect("stopped");
+            drop(ex); // the last owner: drops the driver and connection tasks
+            let result = client_suite::bounded::<SmolHarness, _>(Duration::from_secs(5), pending)
+                .await
+                .expect("the send resolves");
+            assert_eq!(result, Err(Error::Shutdown));
+        });
+    }
+}
