@@ -48,11 +48,12 @@
 //! reason: faster retries (0 s after a timeout, 250 ms otherwise, Mars 1 s);
 //! a network change does not use up a retry; `Both` tasks pick their link at
 //! every attempt; without network tasks wait instead of failing or burning
-//! attempts; failed tasks are parked until their deadline and replayed on any
-//! sign of connectivity (or after 3 s idle); resolve answers reused for 30 s (until an attempt fails to connect);
+//! attempts; parked tasks (Mars's rule) replayed on any sign of connectivity
+//! (or after 1 s idle); resolve answers reused for 30 s (until an attempt fails to connect);
 //! lost SYNs abandoned and replaced for the whole race
 //! ([`STN_MAX_ABANDONS`]); an RTT hint that backs off after failed races; at
-//! most 64 short-link attempts in flight; [`Engine::identify_verdict`]
+//! most 64 short-link attempts in flight; on the long link, Mars's timeouts,
+//! noop timeout and reconnect tables (measured better there under loss); [`Engine::identify_verdict`]
 //! rejecting a connection drops it. The building blocks add their own
 //! (adaptive racing stagger, adaptive timeouts, gentler bans, reconnect
 //! back-off, RTT-scaled heartbeat timeout); see their modules.
@@ -269,9 +270,9 @@ pub struct Engine {
     /// TCP connect times only (the racing stagger's RTT hint; the timeout
     /// machine's RTT also learns server latency).
     connect_rtt: RttEstimator,
-    /// Multiplier of the RTT hint: doubled after a failed race (up to 8),
-    /// back to 1 on a successful connect.
-    rtt_hint_scale: u32,
+    /// Races failed in a row (reset by a successful connect); from the second
+    /// one on, the RTT hint is scaled up (see `rtt_hint`).
+    failed_races: u32,
     limits: AntiAvalanche,
     activity: Activity,
     dns: BTreeMap<String, HostDns>,
@@ -320,7 +321,7 @@ impl Engine {
             history: EndpointHistory::new(config.ban.clone()),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
             connect_rtt: RttEstimator::new(RttConfig::STN),
-            rtt_hint_scale: 1,
+            failed_races: 0,
             limits: AntiAvalanche::new(now, config.limits.clone(), config.foreground),
             activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
             dns: BTreeMap::new(),
@@ -502,7 +503,7 @@ impl Engine {
         self.history.reset(now);
         self.timeouts.reset(self.last_network);
         self.connect_rtt.reset();
-        self.rtt_hint_scale = 1;
+        self.failed_races = 0;
         self.dns.clear();
         self.long_wants_connect = false;
         // Redo running attempts.
@@ -1196,20 +1197,25 @@ impl Engine {
         }
     }
 
-    /// The RTT hint for a race: the connect RTT, scaled up after failed
-    /// races so attempts are not abandoned forever on a path that became
-    /// slower than the estimate.
+    /// The RTT hint for a race: the connect RTT; after two or more failed
+    /// races in a row, scaled up ×2, ×4, ×8, so attempts are not abandoned
+    /// forever on a path that became slower than the estimate. Not after the
+    /// first failure: an outage also fails a race, and a larger hint slows
+    /// the refresh of attempts that gets the first one through when it ends
+    /// (stn-sim sensitivity suite).
     fn rtt_hint(&self) -> Option<Duration> {
-        match (self.connect_rtt.srtt(), self.rtt_hint_scale) {
-            (rtt, 1) => rtt,
-            (rtt, k) => Some(rtt.unwrap_or(Duration::from_millis(500)).saturating_mul(k)),
+        let rtt = self.connect_rtt.srtt();
+        if self.failed_races < 2 {
+            return rtt;
         }
+        let k = 1u32 << (self.failed_races - 1).min(3);
+        Some(rtt.unwrap_or(Duration::from_millis(500)).saturating_mul(k))
     }
 
     /// Feeds an attempt failure to the timeout machine.
     fn note_failure(&mut self, now: Instant, error: &Error) {
         if matches!(error, Error::Connect { .. }) {
-            self.rtt_hint_scale = (self.rtt_hint_scale * 2).min(8);
+            self.failed_races = self.failed_races.saturating_add(1);
         }
         match error {
             Error::Timeout(TimeoutKind::FirstPacket | TimeoutKind::LongPolling) => {

@@ -91,9 +91,11 @@ pub enum ZombiePolicy {
     /// Mars: park only tasks with an explicit `total_timeout` that has time
     /// left; the budget is `total_timeout` from submission.
     TotalTimeoutOnly,
-    /// stn: also park tasks without a `total_timeout`, until their computed
-    /// task deadline; an outage shorter than the deadline then costs a task
-    /// nothing.
+    /// Also park tasks without a `total_timeout`, until their computed task
+    /// deadline. Not the default of any profile: in a loop of calls (the
+    /// benchmark) a call that would have failed keeps trying until its
+    /// deadline while the next call could have started, and under heavy loss
+    /// on the long link that made stn slower than Mars (stn-sim bench).
     UntilDeadline,
 }
 
@@ -114,6 +116,11 @@ pub struct Config {
     pub long: LongLinkConfig,
     /// Timeout constants and stn's adaptive layer.
     pub timeouts: TimeoutConfig,
+    /// Whether long-link tasks get the adaptive per-attempt timeouts of
+    /// [`TimeoutConfig::adaptive`] (when set) or always Mars's formulas. A
+    /// timeout on the long link fails every task on it and drops the link,
+    /// so a short timeout costs far more there than on a short link.
+    pub long_link_adaptive_timeouts: bool,
     /// Ban rule and candidate ordering.
     pub ban: BanConfig,
     /// Anti-avalanche limits.
@@ -164,21 +171,33 @@ impl Config {
     /// - `Both` tasks choose their link per attempt ([`ChannelChoice::PerAttempt`]);
     /// - without network every task waits for it ([`NoNetworkPolicy::WaitAll`])
     ///   rather than burning its attempts on connects that cannot succeed;
-    /// - failed tasks are parked until their deadline ([`ZombiePolicy::UntilDeadline`])
-    ///   and replayed on any sign of connectivity;
+    /// - parked tasks (Mars's rule: those with a `total_timeout` left,
+    ///   [`ZombiePolicy::TotalTimeoutOnly`]) are replayed on any sign of
+    ///   connectivity, including a successful connect, and 1 s after they
+    ///   failed when nothing else happens (Mars: 60 s), instead of sitting
+    ///   out an outage that already ended;
     /// - resolve answers are reused for 30 s (no app round trip, possibly
     ///   seconds on a lossy link, per attempt), but dropped as soon as an
     ///   attempt could not connect to any of their addresses;
-    /// - a parked task is replayed 3 s after it failed when nothing else
-    ///   happens (Mars: 60 s), so parking keeps trying within the task's
-    ///   deadline instead of sitting out an outage that already ended;
     /// - connection attempts whose SYNs look lost are abandoned and replaced
     ///   for the whole race ([`STN_MAX_ABANDONS`]; the race module's default
     ///   stops after 6): after an outage a fresh SYN goes out every ~0.5 s,
     ///   so the first success follows the end of the outage by 0.3 s on
-    ///   average instead of 1 s (Mars); the engine doubles the RTT hint after
-    ///   a failed race (up to 8×) so a path that became much slower than the
+    ///   average instead of 1 s (Mars); the engine scales the RTT hint up after
+    ///   the second failed race in a row (×2, ×4, up to ×8) so a path that became much slower than the
     ///   hint is not abandoned forever;
+    /// - the adaptive per-attempt timeouts apply to the short link only; the
+    ///   long link keeps Mars's (`long_link_adaptive_timeouts: false`): a
+    ///   timeout there drops the link and fails every task on it, and in the
+    ///   stn-sim long-link suite under 30–70 % loss the adaptive timeouts
+    ///   made stn slower than Mars;
+    /// - the long link keeps Mars's fixed noop timeout (8 s) and Mars's
+    ///   reconnect tables (no exponential back-off from 1 s), though the
+    ///   heartbeat and monitor modules offer stn variants: in the stn-sim
+    ///   long-link suite both made stn slower than Mars under 50–70 % loss
+    ///   (a noop reply often takes more than the scaled 3 s there, and
+    ///   reconnecting sooner on a link that keeps failing costs more than
+    ///   it saves); coming to the foreground still reconnects at once;
     /// - at most 64 short-link attempts in flight (Mars: unlimited), so a
     ///   burst of tasks cannot open hundreds of sockets.
     pub fn for_profile(profile: Profile) -> Self {
@@ -194,6 +213,7 @@ impl Config {
             exchange: ExchangeConfig::for_profile(profile),
             long: LongLinkConfig::for_profile(profile),
             timeouts: TimeoutConfig::for_profile(profile),
+            long_link_adaptive_timeouts: true,
             ban: BanConfig::for_profile(profile),
             limits: AntiAvalancheConfig::for_profile(profile),
             retry_interval: Duration::from_secs(1),
@@ -219,12 +239,14 @@ impl Config {
                     free_retry_on_network_change: true,
                     channel_choice: ChannelChoice::PerAttempt,
                     no_network: NoNetworkPolicy::WaitAll,
-                    zombies: ZombiePolicy::UntilDeadline,
                     resolve_ttl: Duration::from_secs(30),
-                    zombie_idle_restart: Duration::from_secs(3),
+                    zombie_idle_restart: Duration::from_secs(1),
                     max_in_flight_short: 64,
+                    long_link_adaptive_timeouts: false,
                     ..mars
                 };
+                stn.long.heartbeat.rtt_scaled = None;
+                stn.long.monitor.backoff = None;
                 for race in [&mut stn.exchange.race, &mut stn.long.race] {
                     if let Some(a) = race.abandon.as_mut() {
                         a.max_abandons = STN_MAX_ABANDONS;

@@ -13,11 +13,23 @@ impl Engine {
             return true;
         };
         let input = self.attempt_input(e, self.long_in_flight());
-        let timeouts = LongTimeouts {
-            first_packet: self.timeouts.first_packet_timeout(&input),
-            read_write: self.timeouts.read_write_timeout(&input),
-            packet_gap: self.timeouts.packet_gap_timeout(input.net),
-            long_polling: None,
+        let timeouts = if self.config.long_link_adaptive_timeouts {
+            LongTimeouts {
+                first_packet: self.timeouts.first_packet_timeout(&input),
+                read_write: self.timeouts.read_write_timeout(&input),
+                packet_gap: self.timeouts.packet_gap_timeout(input.net),
+                long_polling: None,
+            }
+        } else {
+            // Mars's formulas, with the machine's dynamic-timeout state.
+            let cfg = self.timeouts.config();
+            let f = crate::timeout::first_packet_timeout(cfg, &input);
+            LongTimeouts {
+                first_packet: f,
+                read_write: crate::timeout::read_write_timeout(cfg, input.net, f),
+                packet_gap: crate::timeout::packet_gap_timeout(cfg, input.net),
+                long_polling: None,
+            }
         };
         let (cmd_id, body, deadline, send_only) = (
             e.task.cmd_id,
@@ -96,7 +108,7 @@ impl Engine {
                 LongLinkEvent::Connected { addr, connect_time } => {
                     self.timeouts.on_connect_sample(connect_time);
                     self.connect_rtt.sample(connect_time);
-                    self.rtt_hint_scale = 1;
+                    self.failed_races = 0;
                     self.long_endpoint = Some(addr);
                     self.emit_link(LinkStatus::Connected { addr });
                     self.replay_zombies(now);
@@ -117,7 +129,7 @@ impl Engine {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
                         self.timeouts.on_connect_sample(t);
                         self.connect_rtt.sample(t);
-                        self.rtt_hint_scale = 1;
+                        self.failed_races = 0;
                     }
                     self.record_endpoint(now, r.addr, r.ok);
                 }

@@ -76,7 +76,7 @@ impl Engine {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
                         self.timeouts.on_connect_sample(t);
                         self.connect_rtt.sample(t);
-                        self.rtt_hint_scale = 1;
+                        self.failed_races = 0;
                     }
                     self.record_endpoint(now, r.addr, r.ok);
                     if r.ok {

@@ -317,6 +317,14 @@ impl World {
                 if flags & 0x20 != 0 {
                     t = t.need_authed(true);
                 }
+                if flags & 0x10 != 0 && channel != 1 {
+                    // A task naming its own host: resolved per task.
+                    t = t.host(if body % 2 == 0 {
+                        "b.example"
+                    } else {
+                        "c.example"
+                    });
+                }
                 if let Ok(id) = self.e.submit(self.now, t) {
                     assert!(!self.submitted.contains(&id), "id {id} reused while held");
                     self.submitted.push(id);
@@ -354,6 +362,11 @@ impl World {
             }
             Op::Resolve { pick, fail, n } => {
                 if self.resolves.is_empty() {
+                    // An answer nobody asked for is ignored.
+                    self.input(Input::Resolved {
+                        host: "unasked.example".into(),
+                        addrs: vec![ip("10.0.0.9")],
+                    });
                     return;
                 }
                 let host = self.resolves.remove(pick % self.resolves.len());
