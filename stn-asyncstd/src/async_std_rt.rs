@@ -8,7 +8,7 @@ use std::time::Instant;
 use async_std::net::{TcpStream, ToSocketAddrs};
 use stn_driver::{AsyncStream, AsyncTimer, BoxFuture, Runtime};
 
-use crate::io::{distinct_ips, Stream, Timer};
+use crate::io::{Stream, Timer};
 
 /// The async-std [`Runtime`]: `async_std::task::spawn`, async-io's
 /// resettable `Timer` (async-std's timers are async-io's),
@@ -43,7 +43,7 @@ impl Runtime for AsyncStdRuntime {
         Box::pin(async move {
             // A lookup needs a port; only the addresses matter.
             let addrs = (host.as_str(), 0).to_socket_addrs().await?;
-            Ok(distinct_ips(addrs))
+            Ok(addrs.into_iter().map(|a| a.ip()).collect())
         })
     }
 }

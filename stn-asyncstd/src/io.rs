@@ -55,19 +55,6 @@ where
     }
 }
 
-/// The distinct IPs of resolved socket addresses, in the resolver's order.
-pub(crate) fn distinct_ips(
-    addrs: impl IntoIterator<Item = std::net::SocketAddr>,
-) -> Vec<std::net::IpAddr> {
-    let mut ips = Vec::new();
-    for a in addrs {
-        if !ips.contains(&a.ip()) {
-            ips.push(a.ip());
-        }
-    }
-    ips
-}
-
 #[cfg(test)]
 mod tests {
     use std::future::poll_fn;
@@ -108,14 +95,6 @@ mod tests {
             Poll::Pending
         })
         .await;
-    }
-
-    #[test]
-    fn distinct_ips_keeps_order_and_drops_repeats() {
-        let a = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 80);
-        let b = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 443);
-        let a_again = SocketAddr::new(a.ip(), 8080);
-        assert_eq!(distinct_ips([a, b, a_again]), vec![a.ip(), b.ip()]);
     }
 
     #[test]

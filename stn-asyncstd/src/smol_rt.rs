@@ -9,7 +9,7 @@ use std::time::Instant;
 use smol::net::TcpStream;
 use stn_driver::{AsyncStream, AsyncTimer, BoxFuture, Runtime};
 
-use crate::io::{distinct_ips, Stream, Timer};
+use crate::io::{Stream, Timer};
 
 /// The smol [`Runtime`]: tasks on smol's global executor (`smol::spawn`,
 /// threads from `SMOL_THREADS`, default 1) or on an executor of your own
@@ -73,7 +73,7 @@ impl Runtime for SmolRuntime {
         Box::pin(async move {
             // A lookup needs a port; only the addresses matter.
             let addrs = smol::net::resolve((host.as_str(), 0)).await?;
-            Ok(distinct_ips(addrs))
+            Ok(addrs.into_iter().map(|a| a.ip()).collect())
         })
     }
 }
