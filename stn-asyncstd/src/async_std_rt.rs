@@ -5,14 +5,15 @@ use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::time::Instant;
 
-use async_std::net::{TcpStream, ToSocketAddrs};
+use async_std::net::ToSocketAddrs;
 use stn_driver::{AsyncStream, AsyncTimer, BoxFuture, Runtime};
 
-use crate::io::{distinct_ips, Stream, Timer};
+use crate::io::Timer;
 
 /// The async-std [`Runtime`]: `async_std::task::spawn`, async-io's
 /// resettable `Timer` (async-std's timers are async-io's),
-/// `async_std::net::TcpStream::connect` (with `TCP_NODELAY`) and
+/// async-io's TCP connect, which `async_std::net::TcpStream::connect` is
+/// underneath (with `TCP_NODELAY`), and
 /// `async_std::net::ToSocketAddrs` for host names.
 ///
 /// Needs no runtime context: async-std's global executor and async-io's
@@ -31,19 +32,14 @@ impl Runtime for AsyncStdRuntime {
     }
 
     fn connect(&self, addr: SocketAddr) -> BoxFuture<io::Result<Box<dyn AsyncStream>>> {
-        Box::pin(async move {
-            let stream = TcpStream::connect(addr).await?;
-            // Small request/response frames: do not wait for Nagle.
-            stream.set_nodelay(true)?;
-            Ok(Box::new(Stream(stream)) as Box<dyn AsyncStream>)
-        })
+        crate::io::connect(addr)
     }
 
     fn resolve(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
         Box::pin(async move {
             // A lookup needs a port; only the addresses matter.
             let addrs = (host.as_str(), 0).to_socket_addrs().await?;
-            Ok(distinct_ips(addrs))
+            Ok(addrs.into_iter().map(|a| a.ip()).collect())
         })
     }
 }

@@ -1,17 +1,18 @@
-//! The I/O pieces both runtimes share: async-io's resettable timer and a
-//! `futures-io` TCP stream behind the driver's traits.
+//! The I/O pieces both runtimes share: async-io's resettable timer and an
+//! async-io TCP connect behind the driver's traits.
 //!
 //! async-std and smol both sit on async-io (one reactor thread, one timer
 //! wheel), so these work whichever executor polls them.
 
 use std::future::Future;
 use std::io;
+use std::net::{SocketAddr, TcpStream};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
 use futures_io::{AsyncRead, AsyncWrite};
-use stn_driver::{AsyncStream, AsyncTimer};
+use stn_driver::{AsyncStream, AsyncTimer, BoxFuture};
 
 /// async-io's `Timer`, reset in place with `set_at`.
 #[derive(Debug)]
@@ -34,8 +35,20 @@ impl AsyncTimer for Timer {
     }
 }
 
-/// Any `futures-io` stream (async-std's and smol's `TcpStream`) as the
-/// driver's [`AsyncStream`].
+/// Opens a TCP connection to `addr` with `TCP_NODELAY`, for both runtimes'
+/// [`Runtime::connect`](stn_driver::Runtime::connect): async-std's and
+/// smol's `TcpStream::connect` are both this async-io connect underneath.
+pub(crate) fn connect(addr: SocketAddr) -> BoxFuture<io::Result<Box<dyn AsyncStream>>> {
+    Box::pin(async move {
+        let stream = async_io::Async::<TcpStream>::connect(addr).await?;
+        // Small request/response frames: do not wait for Nagle.
+        stream.get_ref().set_nodelay(true)?;
+        Ok(Box::new(Stream(stream)) as Box<dyn AsyncStream>)
+    })
+}
+
+/// Any `futures-io` stream (async-io's `Async<TcpStream>`) as the driver's
+/// [`AsyncStream`].
 pub(crate) struct Stream<S>(pub(crate) S);
 
 impl<S> AsyncStream for Stream<S>
@@ -53,19 +66,6 @@ where
     fn poll_flush(&mut self, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         Pin::new(&mut self.0).poll_flush(cx)
     }
-}
-
-/// The distinct IPs of resolved socket addresses, in the resolver's order.
-pub(crate) fn distinct_ips(
-    addrs: impl IntoIterator<Item = std::net::SocketAddr>,
-) -> Vec<std::net::IpAddr> {
-    let mut ips = Vec::new();
-    for a in addrs {
-        if !ips.contains(&a.ip()) {
-            ips.push(a.ip());
-        }
-    }
-    ips
 }
 
 #[cfg(test)]
@@ -108,14 +108,6 @@ mod tests {
             Poll::Pending
         })
         .await;
-    }
-
-    #[test]
-    fn distinct_ips_keeps_order_and_drops_repeats() {
-        let a = SocketAddr::new(IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2)), 80);
-        let b = SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), 443);
-        let a_again = SocketAddr::new(a.ip(), 8080);
-        assert_eq!(distinct_ips([a, b, a_again]), vec![a.ip(), b.ip()]);
     }
 
     #[test]

@@ -6,15 +6,15 @@ use std::pin::Pin;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 
-use smol::net::TcpStream;
 use stn_driver::{AsyncStream, AsyncTimer, BoxFuture, Runtime};
 
-use crate::io::{distinct_ips, Stream, Timer};
+use crate::io::Timer;
 
 /// The smol [`Runtime`]: tasks on smol's global executor (`smol::spawn`,
 /// threads from `SMOL_THREADS`, default 1) or on an executor of your own
 /// ([`SmolRuntime::with_executor`]); async-io's `Timer`,
-/// `smol::net::TcpStream::connect` (with `TCP_NODELAY`) and
+/// async-io's TCP connect, which `smol::net::TcpStream::connect` is
+/// underneath (with `TCP_NODELAY`), and
 /// `smol::net::resolve` for host names.
 ///
 /// The sockets and timers are the same async-io ones async-std uses, so an
@@ -61,19 +61,14 @@ impl Runtime for SmolRuntime {
     }
 
     fn connect(&self, addr: SocketAddr) -> BoxFuture<io::Result<Box<dyn AsyncStream>>> {
-        Box::pin(async move {
-            let stream = TcpStream::connect(addr).await?;
-            // Small request/response frames: do not wait for Nagle.
-            stream.set_nodelay(true)?;
-            Ok(Box::new(Stream(stream)) as Box<dyn AsyncStream>)
-        })
+        crate::io::connect(addr)
     }
 
     fn resolve(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
         Box::pin(async move {
             // A lookup needs a port; only the addresses matter.
             let addrs = smol::net::resolve((host.as_str(), 0)).await?;
-            Ok(distinct_ips(addrs))
+            Ok(addrs.into_iter().map(|a| a.ip()).collect())
         })
     }
 }

@@ -2,7 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -212,7 +212,7 @@ impl Driver {
                 let lookup = self.rt.resolve(host.clone());
                 let events = self.events_tx.clone();
                 self.rt.spawn(Box::pin(async move {
-                    let input = match lookup.await {
+                    let input = match lookup.await.map(distinct_ips) {
                         Ok(addrs) if !addrs.is_empty() => Input::Resolved { host, addrs },
                         Ok(_) => Input::ResolveFailed { host },
                         Err(error) => {
@@ -537,5 +537,38 @@ impl Drop for Driver {
         if !self.done {
             tracing::debug!(waiting = self.pending.len(), "driver dropped");
         }
+    }
+}
+
+/// The distinct IPs of a resolver's answer, in its order.
+///
+/// The OS resolver (getaddrinfo) answers with one entry per socket type
+/// and protocol, so one address usually comes back two or three times;
+/// left in, each copy would be raced as a separate candidate. The engine
+/// keeps repeats in [`Input::Resolved`] on purpose (the Mars benchmark's
+/// `onNewDns` returns one IP four times), so the repeats are dropped here,
+/// where they are known to be an artefact of the OS lookup.
+fn distinct_ips(addrs: Vec<IpAddr>) -> Vec<IpAddr> {
+    let mut ips = Vec::with_capacity(addrs.len());
+    for ip in addrs {
+        if !ips.contains(&ip) {
+            ips.push(ip);
+        }
+    }
+    ips
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::Ipv4Addr;
+
+    use super::*;
+
+    #[test]
+    fn distinct_ips_keeps_order_and_drops_repeats() {
+        let a = IpAddr::V4(Ipv4Addr::new(10, 0, 0, 2));
+        let b = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        assert_eq!(distinct_ips(vec![a, b, a, b, a]), vec![a, b]);
+        assert!(distinct_ips(Vec::new()).is_empty());
     }
 }

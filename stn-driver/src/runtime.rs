@@ -28,7 +28,9 @@ pub trait Runtime: Send + Sync + Debug + 'static {
     /// by dropping the future).
     fn connect(&self, addr: SocketAddr) -> BoxFuture<io::Result<Box<dyn AsyncStream>>>;
 
-    /// Resolves `host` to its addresses, in the resolver's order.
+    /// Resolves `host` to its addresses, in the resolver's order. Return the
+    /// resolver's raw list: the driver drops repeated IPs (getaddrinfo gives
+    /// one entry per socket type) before the engine sees them.
     fn resolve(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>>;
 
     /// The current time. Override only for tests.

@@ -81,28 +81,19 @@
 //! assert_eq!(s.workload.kind, WorkloadKind::Sequential { successes: 20 });
 //! ```
 
-use std::net::SocketAddr;
-
 use serde::Deserialize;
 use stn_proto::rng::Rng;
 use stn_proto::time::{Duration, Instant};
 
-use crate::apps::FixedResponseApp;
-use crate::bench::long_server::LongLinkServerApp;
 use crate::bench::record::RunRecord;
+pub use crate::bench::scenario::TraceRun;
 use crate::bench::scenario::{
-    engine_client, run_sequential, run_single, ClientKind, Platform, RunResult, RunSpec, LONG_PORT,
-    SERVER,
+    run_sequential, run_single, run_traced, ClientKind, Platform, RunResult, RunSpec,
 };
-use crate::client::SimClient;
 use crate::link::{GilbertElliott, LinkConditions, LossModel};
 use crate::path::{PathConditions, PathSchedule};
-use crate::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
 use crate::preset::Preset;
 use crate::report::table;
-use crate::tcp::TcpStack;
-use crate::workload::{CallClient, SequentialConfig, SequentialWorkload, SingleShot};
-use crate::{RunOutcome, Simulation};
 
 /// A scenario file could not be used.
 #[derive(Debug, thiserror::Error)]
@@ -665,9 +656,9 @@ impl Scenario {
     }
 
     /// Runs `client` (one of [`Scenario::clients`], not the oracle) once
-    /// with the trace kept: the simulation is built exactly as the bench
-    /// builds it, so [`TraceRun::hash`] equals the bench's
-    /// [`RunResult::trace_hash`] for the same spec.
+    /// with the trace kept, by the bench's [`run_traced`], so
+    /// [`TraceRun::hash`] equals the bench's [`RunResult::trace_hash`] for
+    /// the same spec.
     pub fn trace(&self, client: &str, seed: u64, run: u32) -> Result<TraceRun, String> {
         if !self.clients.iter().any(|c| c == client) {
             return Err(format!(
@@ -677,107 +668,12 @@ impl Scenario {
         }
         let (kind, platform) = client_kind(client, &self.platform)
             .ok_or_else(|| format!("unknown client {client:?}"))?;
-        let spec = self.run_spec(seed, run);
-        let (call_client, stack): (Box<dyn CallClient>, TcpStack) = match &kind {
-            ClientKind::Engine(v) => {
-                let c = engine_client(v, platform, &spec);
-                let stack = c.stack();
-                (Box::new(c), stack)
-            }
-            ClientKind::Oracle => {
-                return Err(
-                    "the oracle has no packet trace: it is a bound, not a simulated client".into(),
-                )
-            }
-            peer => (peer_client(peer, platform, &spec), platform.stack()),
+        let successes = match self.workload.kind {
+            WorkloadKind::Sequential { successes } => Some(successes),
+            WorkloadKind::Single => None,
         };
-        let mut sim: Simulation<Box<dyn SimClient>> = Simulation::new(spec.seed);
-        sim.keep_trace_events(true);
-        sim.add_host(SERVER.ip(), spec.path.clone());
-        if spec.keep_alive_server {
-            sim.listen(SERVER, KeepAliveApp::new(spec.response_len, Duration::ZERO))
-                .ok();
-        } else {
-            sim.listen(
-                SERVER,
-                FixedResponseApp::new(spec.response_len, Duration::ZERO),
-            )
-            .ok();
-        }
-        sim.listen(
-            SocketAddr::new(SERVER.ip(), LONG_PORT),
-            LongLinkServerApp::new(spec.response_len, Duration::ZERO),
-        )
-        .ok();
-        let (workload, limit): (Box<dyn SimClient>, Instant) = match self.workload.kind {
-            WorkloadKind::Sequential { successes } => (
-                Box::new(SequentialWorkload::new(
-                    call_client,
-                    SequentialConfig {
-                        request_len: spec.request_len,
-                        target_successes: successes,
-                        max_calls: successes.saturating_mul(10),
-                    },
-                )),
-                SEQUENTIAL_HORIZON,
-            ),
-            WorkloadKind::Single => (
-                Box::new(SingleShot::new(call_client, spec.request_len)),
-                SINGLE_HORIZON,
-            ),
-        };
-        sim.add_client(workload, stack);
-        let outcome = sim.run_until_finished(limit);
-        Ok(TraceRun {
-            events: sim
-                .trace()
-                .events()
-                .iter()
-                .map(ToString::to_string)
-                .collect(),
-            hash: sim.trace().hash(),
-            end: sim.now(),
-            outcome,
-        })
+        run_traced(&kind, platform, &self.run_spec(seed, run), successes)
     }
-}
-
-/// Virtual time a sequential run may last (the bench's horizon).
-const SEQUENTIAL_HORIZON: Instant = Instant::from_secs(500_000);
-/// Virtual time a single call may last (the bench's sensitivity limit).
-const SINGLE_HORIZON: Instant = Instant::from_secs(300);
-
-/// The bench's peer for `kind` on `platform` (the same mapping as the
-/// bench's runners).
-fn peer_client(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> Box<dyn CallClient> {
-    let routes = vec![SERVER; spec.dns_copies.max(1)];
-    match (kind, platform) {
-        (ClientKind::PeerBenchmarked | ClientKind::PeerSensitivity, Platform::Ios) => {
-            Box::new(NsUrlSession::benchmarked(SERVER))
-        }
-        (ClientKind::PeerSensitivity, Platform::Android) => {
-            Box::new(OkHttp2017::sensitivity(SERVER, Kernel::LinuxClassic))
-        }
-        (ClientKind::PeerRecommended, Platform::Ios) => Box::new(NsUrlSession::recommended(routes)),
-        (ClientKind::PeerRecommended, Platform::Android) => {
-            Box::new(OkHttp5::recommended(routes, Kernel::LinuxClassic))
-        }
-        _ => Box::new(OkHttp2017::benchmarked(SERVER, Kernel::LinuxClassic)),
-    }
-}
-
-/// One traced run.
-#[derive(Clone, Debug)]
-pub struct TraceRun {
-    /// Every trace event, one line each ([`crate::trace::TraceEvent`]'s
-    /// `Display`).
-    pub events: Vec<String>,
-    /// The trace hash.
-    pub hash: u64,
-    /// Virtual time when the run stopped.
-    pub end: Instant,
-    /// Why it stopped.
-    pub outcome: RunOutcome,
 }
 
 /// The scenario `stn-sim trace` runs without `--scenario`: stn on Android

@@ -11,6 +11,7 @@ use crate::apps::FixedResponseApp;
 use crate::bench::long_server::LongLinkServerApp;
 use crate::bench::record::RunRecord;
 use crate::bench::stn_client::{StnClient, StnClientConfig};
+use crate::client::SimClient;
 use crate::http;
 use crate::oracle::{fresh_tcp_call, long_link_call, Knowledge, PhysicalLimit};
 use crate::path::{PathConditions, PathSchedule};
@@ -20,7 +21,7 @@ use crate::tcp::TcpStack;
 use crate::workload::{
     CallClient, CallRecord, SequentialConfig, SequentialWorkload, SingleShot, WorkloadStats,
 };
-use crate::Simulation;
+use crate::{RunOutcome, Simulation};
 
 /// The server's address (short link).
 pub const SERVER: SocketAddr =
@@ -178,11 +179,14 @@ pub struct RunSpec {
 
 /// Virtual time a run may last at most.
 const HORIZON: Instant = Instant::from_secs(500_000);
+/// Virtual time a single call (the sensitivity test) may last.
+const SINGLE_LIMIT: Instant = Instant::from_secs(300);
 
-/// Builds the simulation of `spec` (server host, apps).
-fn simulation<C: crate::client::SimClient>(spec: &RunSpec) -> Simulation<C> {
+/// Builds the simulation of `spec` (server host, apps); `keep_events` keeps
+/// every trace event (the hash is the same either way).
+fn simulation<C: SimClient>(spec: &RunSpec, keep_events: bool) -> Simulation<C> {
     let mut sim = Simulation::new(spec.seed);
-    sim.keep_trace_events(false);
+    sim.keep_trace_events(keep_events);
     sim.add_host(SERVER.ip(), spec.path.clone());
     if spec.keep_alive_server {
         sim.listen(SERVER, KeepAliveApp::new(spec.response_len, Duration::ZERO))
@@ -225,7 +229,9 @@ pub fn engine_client(variant: &EngineVariant, platform: Platform, spec: &RunSpec
     StnClient::new(cfg)
 }
 
-fn peer_client(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> Box<dyn CallClient> {
+/// The peer client of `kind` on `platform` for `spec` (any kind that is
+/// neither an engine nor the oracle).
+pub fn peer_client(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> Box<dyn CallClient> {
     let routes = vec![SERVER; spec.dns_copies.max(1)];
     match (kind, platform) {
         (ClientKind::PeerBenchmarked | ClientKind::PeerSensitivity, Platform::Ios) => {
@@ -393,7 +399,7 @@ pub fn run_sequential(
     let (calls, sim_s, hash, violations) = match kind {
         ClientKind::Engine(v) => {
             let client = engine_client(v, platform, spec);
-            let mut sim = simulation(spec);
+            let mut sim = simulation(spec, false);
             let stack = client.stack();
             let id = sim.add_client(SequentialWorkload::new(client, wl), stack);
             sim.run_until_finished(HORIZON);
@@ -407,7 +413,7 @@ pub fn run_sequential(
         }
         _ => {
             let client = peer_client(kind, platform, spec);
-            let mut sim = simulation(spec);
+            let mut sim = simulation(spec, false);
             let id = sim.add_client(SequentialWorkload::new(client, wl), platform.stack());
             sim.run_until_finished(HORIZON);
             let w = sim.client(id);
@@ -446,7 +452,7 @@ pub fn run_engine_sequential(
         target_successes: successes,
         max_calls: successes.saturating_mul(10),
     };
-    let mut sim = simulation(spec);
+    let mut sim = simulation(spec, false);
     let stack = client.stack();
     let id = sim.add_client(SequentialWorkload::new(client, wl), stack);
     sim.run_until_finished(HORIZON);
@@ -472,9 +478,9 @@ pub fn run_engine_sequential(
 /// [`run_single`] for an engine client built by the caller.
 pub fn run_engine_single(client: StnClient, platform: Platform, spec: &RunSpec) -> RunResult {
     let mut rec = base_record(spec, platform, &client.config().name.clone());
-    let limit = Instant::from_secs(300);
+    let limit = SINGLE_LIMIT;
     let stack = client.stack();
-    let mut sim = simulation(spec);
+    let mut sim = simulation(spec, false);
     let id = sim.add_client(SingleShot::new(client, spec.request_len), stack);
     sim.run_until_finished(limit);
     let w = sim.client(id);
@@ -504,7 +510,7 @@ pub fn run_engine_single(client: StnClient, platform: Platform, spec: &RunSpec) 
 pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunResult {
     let name = kind.name(platform);
     let mut rec = base_record(spec, platform, name);
-    let limit = Instant::from_secs(300);
+    let limit = SINGLE_LIMIT;
     if *kind == ClientKind::Oracle {
         let oracle = PhysicalLimit::new(&spec.path, spec.seed);
         let run = oracle.run(
@@ -534,7 +540,7 @@ pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunR
         ClientKind::Engine(v) => {
             let client = engine_client(v, platform, spec);
             let stack = client.stack();
-            let mut sim = simulation(spec);
+            let mut sim = simulation(spec, false);
             let id = sim.add_client(SingleShot::new(client, spec.request_len), stack);
             sim.run_until_finished(limit);
             let w = sim.client(id);
@@ -547,7 +553,7 @@ pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunR
         }
         _ => {
             let client = peer_client(kind, platform, spec);
-            let mut sim = simulation(spec);
+            let mut sim = simulation(spec, false);
             let id = sim.add_client(SingleShot::new(client, spec.request_len), platform.stack());
             sim.run_until_finished(limit);
             let w = sim.client(id);
@@ -576,6 +582,76 @@ pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunR
         trace_hash: hash,
         violations,
     }
+}
+
+/// One run with every trace event kept.
+#[derive(Clone, Debug)]
+pub struct TraceRun {
+    /// Every trace event, one line each ([`crate::trace::TraceEvent`]'s
+    /// `Display`).
+    pub events: Vec<String>,
+    /// The trace hash.
+    pub hash: u64,
+    /// Virtual time when the run stopped.
+    pub end: Instant,
+    /// Why it stopped.
+    pub outcome: RunOutcome,
+}
+
+/// Runs `kind` once as [`run_sequential`] (`Some(successes)`) or
+/// [`run_single`] (`None`) would, with every trace event kept: the same
+/// clients, server and time limit, so [`TraceRun::hash`] equals their
+/// [`RunResult::trace_hash`] for the same spec.
+pub fn run_traced(
+    kind: &ClientKind,
+    platform: Platform,
+    spec: &RunSpec,
+    successes: Option<u64>,
+) -> Result<TraceRun, String> {
+    let (client, stack): (Box<dyn CallClient>, TcpStack) = match kind {
+        ClientKind::Engine(v) => {
+            let c = engine_client(v, platform, spec);
+            let stack = c.stack();
+            (Box::new(c), stack)
+        }
+        ClientKind::Oracle => {
+            return Err(
+                "the oracle has no packet trace: it is a bound, not a simulated client".into(),
+            )
+        }
+        peer => (peer_client(peer, platform, spec), platform.stack()),
+    };
+    let (workload, limit): (Box<dyn SimClient>, Instant) = match successes {
+        Some(successes) => (
+            Box::new(SequentialWorkload::new(
+                client,
+                SequentialConfig {
+                    request_len: spec.request_len,
+                    target_successes: successes,
+                    max_calls: successes.saturating_mul(10),
+                },
+            )),
+            HORIZON,
+        ),
+        None => (
+            Box::new(SingleShot::new(client, spec.request_len)),
+            SINGLE_LIMIT,
+        ),
+    };
+    let mut sim: Simulation<Box<dyn SimClient>> = simulation(spec, true);
+    sim.add_client(workload, stack);
+    let outcome = sim.run_until_finished(limit);
+    Ok(TraceRun {
+        events: sim
+            .trace()
+            .events()
+            .iter()
+            .map(ToString::to_string)
+            .collect(),
+        hash: sim.trace().hash(),
+        end: sim.now(),
+        outcome,
+    })
 }
 
 /// The "N% Loss" base path (30 ms each way, unlimited bandwidth) as "the

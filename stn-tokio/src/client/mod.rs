@@ -73,13 +73,7 @@ impl Runtime for TokioRuntime {
         Box::pin(async move {
             // lookup_host needs a port; only the addresses matter.
             let addrs = tokio::net::lookup_host((host.as_str(), 0)).await?;
-            let mut ips: Vec<IpAddr> = Vec::new();
-            for a in addrs {
-                if !ips.contains(&a.ip()) {
-                    ips.push(a.ip());
-                }
-            }
-            Ok(ips)
+            Ok(addrs.map(|a| a.ip()).collect())
         })
     }
 }
