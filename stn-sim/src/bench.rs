@@ -30,7 +30,7 @@
 //! - [`fidelity`]: the published sensitivity rows and [`fidelity::compare`].
 //! - [`targets`]: issue point 7's targets evaluated on records.
 //!
-//! # What the suites show (seed 1; `cargo test --release -p stn-sim --test bench_speed -- --ignored --nocapture`)
+//! # What the suites show (seed 1; `cargo run --release -p stn-sim -- bench`)
 //!
 //! - **Fidelity** ([`fidelity`]): `mars_2017` matches all 13 published
 //!   sensitivity rows (iOS 5–35 s, Android 5–30 s) in the fitted scenario
@@ -40,28 +40,22 @@
 //!   clean 3G/2G; at 30–70 % loss Mars's total time beats NSURLSession and
 //!   OkHttp 2017 with a widening gap; Mars makes somewhat more attempts than
 //!   NSURLSession, fewer than OkHttp.
-//! - **Winning** ([`targets`]): the default `stn` meets the sensitivity
-//!   targets (≤ 0.75 s behind the oracle for every outage shorter than the
-//!   deadline, 40 s and 20 s tasks), clean 3G/2G (identical to `mars_2017`)
-//!   and the attempts bound; it misses the total-time ratio at 50 % (iOS
-//!   0.85×) and 70 % (iOS 0.92×) vs `mars_2017` and several ≤ 0.5× peer
-//!   ratios (e.g. 0.62× NSURLSession at 30 %). Where the time goes at 70 %:
-//!   failed calls (each burns the 20 s task deadline) and first-packet
-//!   timeouts of ~12 s on connections stuck in TCP's exponential RTO
-//!   back-off. `stn-tuned` (labelled; [`scenario::stn_tuned_config`]:
-//!   zombie replay after 250 ms instead of 3 s, first-packet base 4 s
-//!   instead of 12/15 s) meets every published-suite target except 0.58× vs
-//!   NSURLSession at 30 % on iOS. Against the *recommended* peers (pooled
-//!   keep-alive connections) no short-link stn configuration wins at 30 %:
-//!   a reused connection skips the handshake that stn's fresh connection
-//!   pays under loss.
-//! - **Long link** (beyond): at 70 % loss `stn` is slower than `mars_2017`
-//!   (iOS 11 669 s vs 10 461 s): its failed calls each last the full 20 s
-//!   deadline (zombies keep trying on a link that keeps dropping) while
-//!   Mars's fail after ~12 s and the next call starts; `stn-tuned`'s 4 s
-//!   first-packet base is worse still there (15 113 s): a first-packet
-//!   timeout on the long link drops the whole link, and reconnecting under
-//!   70 % loss is dear. The timeout override is a short-link win only.
+//! - **Winning** ([`targets`]): the default `stn` meets 122 of 130 targets:
+//!   every sensitivity row (≤ 0.75 s behind the oracle), clean 3G/2G
+//!   (identical to `mars_2017`), the attempts bound, and ≤ 0.75×
+//!   `mars_2017`'s total at 30 % and 50 % loss. It misses 0.81× vs
+//!   `mars_2017` at 70 % on iOS (bound 0.75×), the ≤ 0.5× ratios against
+//!   NSURLSession at 30 % (0.60×) and OkHttp 2017 at 50 % / 70 % (0.58× /
+//!   0.54×), and every ratio against the *recommended* peers (pooled
+//!   keep-alive connections skip the handshake that stn's fresh short-link
+//!   connection pays under loss). `stn-tuned` (labelled, not the default;
+//!   [`scenario::stn_tuned_config`]: first-packet base 4 s instead of
+//!   12/15 s) is faster on the short link but makes 1.28× `mars_2017`'s
+//!   attempts at 70 % and is slower on the long link, where a first-packet
+//!   timeout drops the whole link.
+//! - **Long link** (beyond): `stn` keeps Mars's long-link timeouts and is at
+//!   least as fast as `mars_2017` in every cell (70 %: iOS 9 362 s vs
+//!   10 461 s).
 //!
 //! Pieces: [`stn_client`] (the engine behind the [`crate::workload::CallClient`]
 //! seam), [`long_server`] (the long-link server app), [`scenario`] (platforms,
