@@ -20,7 +20,8 @@
 //!   priority. Many short-link attempts run in parallel (one connection each);
 //!   many tasks are pipelined on the long link at once.
 //! - **Channel** (§1): `Short`, `Long`, or `Both` — the long link when it is
-//!   connected, else the short link ([`ChannelChoice`]).
+//!   connected (with [`ChannelStrategy::Fast`]: connected and idle), else the
+//!   short link ([`ChannelChoice`]).
 //! - **Deadlines and retries** (§2.2–2.4): each task has a deadline
 //!   ([`crate::timeout::task_timeout`], measured from submission); a failed
 //!   attempt is retried while retries remain, after
@@ -175,7 +176,7 @@ use crate::rng::Rng;
 use crate::short_link::{
     ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts, ShortLinkExchange,
 };
-use crate::task::{Channel, Task, TaskId};
+use crate::task::{Channel, ChannelStrategy, Task, TaskId};
 use crate::time::{Duration, Instant, MonotonicClock};
 use crate::timeout::{
     task_timeout, AdaptiveTimeouts, AttemptInput, AttemptSample, RttConfig, RttEstimator,
@@ -434,7 +435,11 @@ impl Engine {
         }
         .filter(|_| !task.network_status_sensitive);
         let frozen = match self.config.channel_choice {
-            ChannelChoice::AtSubmit => Some(channel.pick(self.long_link_connected())),
+            ChannelChoice::AtSubmit => Some(channel.pick_with(
+                task.channel_strategy,
+                self.long_link_connected(),
+                self.long_in_flight(),
+            )),
             ChannelChoice::PerAttempt => None,
         };
         self.counter += 1;
@@ -1087,12 +1092,14 @@ impl Engine {
             let long_room = self.long.as_ref().is_some_and(|l| {
                 l.is_connected() && l.in_flight() < self.config.long.max_in_flight_tasks
             });
+            let long_busy = self.long.as_ref().is_some_and(|l| l.in_flight() > 0);
             let channel = match e.frozen {
                 Some(c) => c,
-                None => match e.channel {
-                    Channel::Both if long_up && long_room => Channel::Long,
-                    Channel::Both => Channel::Short,
-                    c => c,
+                None => match (e.channel, e.task.channel_strategy) {
+                    (Channel::Both, ChannelStrategy::Fast) if long_busy => Channel::Short,
+                    (Channel::Both, _) if long_up && long_room => Channel::Long,
+                    (Channel::Both, _) => Channel::Short,
+                    (c, _) => c,
                 },
             };
             match channel {

@@ -109,6 +109,19 @@ pub enum Channel {
     Both,
 }
 
+/// How a [`Channel::Both`] task picks its link (Mars `channel_strategy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ChannelStrategy {
+    /// The long link whenever it is connected (Mars `kChannelNormalStrategy`).
+    #[default]
+    Normal,
+    /// The long link only when it is connected *and* idle — no task in flight
+    /// on it (Mars `kChannelFastStrategy` with
+    /// `kFastSendUseLonglinkTaskCntLimit = 0`); otherwise the short link, so
+    /// an urgent task never queues behind a busy long link.
+    Fast,
+}
+
 impl Channel {
     /// The short link is allowed.
     pub const fn allows_short(self) -> bool {
@@ -128,6 +141,22 @@ impl Channel {
             Channel::Both => Channel::Short,
             c => c,
         }
+    }
+
+    /// [`Channel::pick`] under a [`ChannelStrategy`]: with
+    /// [`ChannelStrategy::Fast`], `Both` takes the long link only while it has
+    /// no task in flight.
+    pub const fn pick_with(
+        self,
+        strategy: ChannelStrategy,
+        long_link_connected: bool,
+        long_link_in_flight: usize,
+    ) -> Channel {
+        let long_ok = match strategy {
+            ChannelStrategy::Normal => long_link_connected,
+            ChannelStrategy::Fast => long_link_connected && long_link_in_flight == 0,
+        };
+        self.pick(long_ok)
     }
 
     /// Builds a channel from "short allowed" and "long allowed"; `None` if neither.
@@ -281,6 +310,8 @@ pub struct Task {
     pub body: Bytes,
     /// Which link may carry the task. Default [`Channel::Both`].
     pub channel: Channel,
+    /// How a `Both` task picks its link. Default [`ChannelStrategy::Normal`].
+    pub channel_strategy: ChannelStrategy,
     /// 0 (highest) ..= 5 (lowest); the queue is FIFO within a priority.
     /// Default [`DEFAULT_PRIORITY`].
     pub priority: u8,
@@ -327,6 +358,7 @@ impl Task {
             host: None,
             body: body.into(),
             channel: Channel::Both,
+            channel_strategy: ChannelStrategy::Normal,
             priority: DEFAULT_PRIORITY,
             retry_count: None,
             server_process_cost: None,
@@ -374,6 +406,13 @@ impl Task {
     #[must_use]
     pub fn channel(mut self, channel: Channel) -> Self {
         self.channel = channel;
+        self
+    }
+
+    /// Sets [`Task::channel_strategy`].
+    #[must_use]
+    pub fn channel_strategy(mut self, strategy: ChannelStrategy) -> Self {
+        self.channel_strategy = strategy;
         self
     }
 
@@ -878,6 +917,19 @@ mod tests {
         assert_eq!(Channel::Long.pick(false), Channel::Long);
         assert!(Channel::Both.allows_long() && Channel::Both.allows_short());
         assert!(!Channel::Short.allows_long() && !Channel::Long.allows_short());
+    }
+
+    #[test]
+    fn fast_strategy_takes_the_long_link_only_when_idle() {
+        use ChannelStrategy::{Fast, Normal};
+        assert_eq!(Channel::Both.pick_with(Normal, true, 3), Channel::Long);
+        assert_eq!(Channel::Both.pick_with(Fast, true, 0), Channel::Long);
+        assert_eq!(Channel::Both.pick_with(Fast, true, 1), Channel::Short);
+        assert_eq!(Channel::Both.pick_with(Fast, false, 0), Channel::Short);
+        // A fixed channel is never changed by the strategy.
+        assert_eq!(Channel::Long.pick_with(Fast, true, 9), Channel::Long);
+        assert_eq!(Channel::Short.pick_with(Fast, true, 0), Channel::Short);
+        assert_eq!(Task::new(1, "/c", "").channel_strategy, Normal);
     }
 
     #[test]

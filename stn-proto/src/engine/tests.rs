@@ -679,6 +679,49 @@ fn both_channel_uses_long_when_connected_else_short() {
 }
 
 #[test]
+fn fast_strategy_avoids_a_busy_long_link() {
+    // Mars kChannelFastStrategy: a Both task takes the long link only while
+    // it is idle; under both channel-choice modes (Mars at submit, stn per
+    // attempt).
+    for profile in [Profile::Mars, Profile::Stn] {
+        let mut h = H::new(long_cfg(profile));
+        let mut s = long_up(&mut h);
+        // Idle long link: a Fast task uses it.
+        let idle = h.submit(Task::new(5, "/cgi", "a").channel_strategy(ChannelStrategy::Fast));
+        assert!(
+            s.frames(&h.log).iter().any(|f| f.seq == idle.get()),
+            "{profile:?}: idle link carries the fast task"
+        );
+        // Now one task is in flight there: the next Fast task goes short,
+        // a Normal one still goes long.
+        let shorts_before = connects(&h.log)
+            .iter()
+            .filter(|(_, a)| a.port() == 80)
+            .count();
+        let fast = h.submit(Task::new(5, "/cgi", "b").channel_strategy(ChannelStrategy::Fast));
+        let normal = h.submit(Task::new(5, "/cgi", "c"));
+        let frames = s.frames(&h.log);
+        assert!(
+            !frames.iter().any(|f| f.seq == fast.get()),
+            "{profile:?}: fast task not on the busy link"
+        );
+        assert!(
+            frames.iter().any(|f| f.seq == normal.get()),
+            "{profile:?}: normal task on the long link"
+        );
+        let shorts = connects(&h.log)
+            .iter()
+            .filter(|(_, a)| a.port() == 80)
+            .count();
+        assert_eq!(
+            shorts,
+            shorts_before + 1,
+            "{profile:?}: fast task raced a short link"
+        );
+    }
+}
+
+#[test]
 fn send_only_completes_when_written() {
     let mut h = H::new(long_cfg(Profile::Mars));
     let mut s = long_up(&mut h);
