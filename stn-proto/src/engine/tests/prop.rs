@@ -23,7 +23,7 @@ use crate::io::{CloseReason, ConnEvent, ConnId};
 use crate::long_link::IdentifyDecision;
 use crate::net::{ConnectError, NetworkKind};
 use crate::profile::Profile;
-use crate::task::{Channel, Task, TaskId};
+use crate::task::{Channel, ChannelStrategy, Task, TaskId};
 use crate::time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
@@ -301,6 +301,9 @@ impl World {
                 .priority(priority);
                 if let Some(r) = retries {
                     t = t.retry_count(r);
+                }
+                if body & 1 == 1 {
+                    t = t.channel_strategy(ChannelStrategy::Fast);
                 }
                 if flags & 1 != 0 {
                     t = t.total_timeout(Duration::from_secs(u64::from(flags >> 2) + 1));
