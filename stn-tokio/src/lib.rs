@@ -10,6 +10,7 @@
 pub use stn_proto as proto;
 
 pub mod client;
+#[cfg(feature = "cli")]
 pub mod lab;
 pub mod server;
 
