@@ -184,6 +184,9 @@ use crate::timeout::{
 };
 
 mod candidates;
+// The invariant checker of the proptest and the `engine_ops` fuzz target.
+#[cfg(any(test, feature = "fuzzing"))]
+pub(crate) mod check;
 mod config;
 mod long;
 mod short;

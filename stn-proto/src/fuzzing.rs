@@ -14,19 +14,22 @@
 //! | [`http_response`] | [`crate::codec::http::ResponseParser`] | memory bound, chunking invariance (byte-at-a-time = whole buffer), limits honoured, generated-valid-response round trip |
 //! | [`race_ops`] | [`crate::race::Race`] | every Connect answered exactly once, Won xor Failed at most once, in-flight ≤ max, `poll_timeout` after a drain later than `now`, termination, determinism |
 //! | [`ban_ops`] | [`crate::ban::EndpointHistory`] | `order` never empty for a non-empty input and exactly the unbanned multiset, bans expire, export→import round trip, failed imports change nothing |
+//! | [`engine_ops`] | [`crate::engine::Engine`] | every accepted task ends exactly once (refused: never), no action names a closed or unknown connection, `poll_timeout` after a drain not before `now`, `handle_timeout` at the deadline makes progress, held tasks and connections bounded, determinism |
 //!
 //! [`TARGETS`] lists them with their seed inputs (the committed corpus under
 //! `fuzz/corpus/<target>/` is generated from [`Target::seeds`]). To add a
-//! target (the engine and the simulator are next): write its body in a new
+//! target (the simulator is next; it lives in stn-sim, so not here): write its body in a new
 //! submodule, add it to [`TARGETS`], add a one-line `fuzz/fuzz_targets/<name>.rs`
 //! and a `[[bin]]` in `fuzz/Cargo.toml`, and regenerate the corpus.
 
 mod ban;
+mod engine;
 mod http;
 mod longlink;
 mod race;
 
 pub use ban::ban_ops;
+pub use engine::engine_ops;
 pub use http::http_response;
 pub use longlink::longlink_decoder;
 pub use race::race_ops;
@@ -64,6 +67,11 @@ pub const TARGETS: &[Target] = &[
         name: "ban_ops",
         run: ban_ops,
         seeds: ban::seeds,
+    },
+    Target {
+        name: "engine_ops",
+        run: engine_ops,
+        seeds: engine::seeds,
     },
 ];
 
