@@ -181,6 +181,27 @@ const SINGLE_LIMIT: Instant = Instant::from_secs(300);
 
 /// Builds the simulation of `spec` (server host, apps); `keep_events` keeps
 /// every trace event (the hash is the same either way).
+/// Runs `workload` alone on a fresh simulation of `spec` (no trace events
+/// kept) until it finishes or `limit`, and returns what `read` takes from
+/// it, the simulated seconds and the trace hash. One runner for every client
+/// kind and workload shape.
+fn run_workload<W: SimClient, R>(
+    spec: &RunSpec,
+    workload: W,
+    stack: TcpStack,
+    limit: Instant,
+    read: impl FnOnce(&W) -> R,
+) -> (R, f64, u64) {
+    let mut sim = simulation(spec, false);
+    let id = sim.add_client(workload, stack);
+    sim.run_until_finished(limit);
+    (
+        read(sim.client(id)),
+        secs(sim.now() - Instant::ZERO),
+        sim.trace().hash(),
+    )
+}
+
 fn simulation<C: SimClient>(spec: &RunSpec, keep_events: bool) -> Simulation<C> {
     let mut sim = Simulation::new(spec.seed);
     sim.keep_trace_events(keep_events);
@@ -393,33 +414,24 @@ pub fn run_sequential(
             violations: Vec::new(),
         };
     }
-    let (calls, sim_s, hash, violations) = match kind {
+    let ((calls, violations), sim_s, hash) = match kind {
         ClientKind::Engine(v) => {
             let client = engine_client(v, platform, spec);
-            let mut sim = simulation(spec, false);
             let stack = client.stack();
-            let id = sim.add_client(SequentialWorkload::new(client, wl), stack);
-            sim.run_until_finished(HORIZON);
-            let w = sim.client(id);
-            (
-                w.records().to_vec(),
-                secs(sim.now() - Instant::ZERO),
-                sim.trace().hash(),
-                w.client().violations().to_vec(),
+            run_workload(
+                spec,
+                SequentialWorkload::new(client, wl),
+                stack,
+                HORIZON,
+                |w| (w.records().to_vec(), w.client().violations().to_vec()),
             )
         }
         _ => {
             let client = peer_client(kind, platform, spec);
-            let mut sim = simulation(spec, false);
-            let id = sim.add_client(SequentialWorkload::new(client, wl), platform.stack());
-            sim.run_until_finished(HORIZON);
-            let w = sim.client(id);
-            (
-                w.records().to_vec(),
-                secs(sim.now() - Instant::ZERO),
-                sim.trace().hash(),
-                Vec::new(),
-            )
+            let workload = SequentialWorkload::new(client, wl);
+            run_workload(spec, workload, platform.stack(), HORIZON, |w| {
+                (w.records().to_vec(), Vec::new())
+            })
         }
     };
     let stats = WorkloadStats::from_records(&calls);
@@ -533,33 +545,21 @@ pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunR
             violations: Vec::new(),
         };
     }
-    let (call, sim_s, hash, violations) = match kind {
+    let ((call, violations), sim_s, hash) = match kind {
         ClientKind::Engine(v) => {
             let client = engine_client(v, platform, spec);
             let stack = client.stack();
-            let mut sim = simulation(spec, false);
-            let id = sim.add_client(SingleShot::new(client, spec.request_len), stack);
-            sim.run_until_finished(limit);
-            let w = sim.client(id);
-            (
-                w.record().copied(),
-                secs(sim.now() - Instant::ZERO),
-                sim.trace().hash(),
-                w.client().violations().to_vec(),
-            )
+            let workload = SingleShot::new(client, spec.request_len);
+            run_workload(spec, workload, stack, limit, |w| {
+                (w.record().copied(), w.client().violations().to_vec())
+            })
         }
         _ => {
             let client = peer_client(kind, platform, spec);
-            let mut sim = simulation(spec, false);
-            let id = sim.add_client(SingleShot::new(client, spec.request_len), platform.stack());
-            sim.run_until_finished(limit);
-            let w = sim.client(id);
-            (
-                w.record().copied(),
-                secs(sim.now() - Instant::ZERO),
-                sim.trace().hash(),
-                Vec::new(),
-            )
+            let workload = SingleShot::new(client, spec.request_len);
+            run_workload(spec, workload, platform.stack(), limit, |w| {
+                (w.record().copied(), Vec::new())
+            })
         }
     };
     let calls: Vec<CallRecord> = call.into_iter().collect();
