@@ -11,7 +11,7 @@ use std::task::{Context, Poll};
 use async_channel::{Receiver, Sender};
 use bytes::Bytes;
 use futures_core::Stream;
-use stn_proto::engine::{Config, Engine, LongLinkEndpoints};
+use stn_proto::engine::{Config, Engine, JudgeRequest, LongLinkEndpoints, Verdict};
 use stn_proto::error::Response;
 use stn_proto::long_link::IdentifyDecision;
 use stn_proto::net::NetworkKind;
@@ -19,7 +19,7 @@ use stn_proto::task::Task;
 use stn_proto::Profile;
 
 use crate::clock::Clock;
-use crate::driver::{Command, Control, Driver, DriverParts, Finished, Push, Snapshot};
+use crate::driver::{Command, Control, Driver, DriverParts, Finished, Judge, Push, Snapshot};
 use crate::error::Error;
 use crate::runtime::Runtime;
 
@@ -50,6 +50,7 @@ pub struct Builder<R> {
     long_ports: Vec<u16>,
     edits: Vec<ConfigEdit>,
     identify: IdentifyDecision,
+    judge: Option<Judge>,
     queue_capacity: usize,
     push_capacity: usize,
 }
@@ -83,6 +84,7 @@ impl<R: Runtime> Builder<R> {
             long_ports: Vec::new(),
             edits: Vec::new(),
             identify: IdentifyDecision::Never,
+            judge: None,
             queue_capacity: 1024,
             push_capacity: 256,
         }
@@ -177,6 +179,34 @@ impl<R: Runtime> Builder<R> {
         self
     }
 
+    /// Judges every response before its `send` completes (Mars `Buf2Resp`):
+    /// `judge` decodes the response and returns a [`Verdict`] — accept it,
+    /// retry the task, end it with a decode error, report an expired session
+    /// (need-auth tasks then wait for [`Client::set_authed`]`(true)`), or
+    /// retry every running task. It runs on the driver, so it should be
+    /// quick; if it panics, the task ends with a decode error. Without a
+    /// judge every response is accepted.
+    ///
+    /// ```no_run
+    /// # fn demo<R: stn_driver::Runtime>(b: stn_driver::Builder<R>) -> stn_driver::Builder<R> {
+    /// use stn_proto::engine::Verdict;
+    /// b.judge(|req| {
+    ///     if req.response.body.starts_with(b"SESSION_EXPIRED") {
+    ///         Verdict::SessionTimeout
+    ///     } else {
+    ///         Verdict::Accept
+    ///     }
+    /// })
+    /// # }
+    /// ```
+    pub fn judge(
+        mut self,
+        judge: impl Fn(&JudgeRequest) -> Verdict + Send + Sync + 'static,
+    ) -> Self {
+        self.judge = Some(Arc::new(judge));
+        self
+    }
+
     /// Sends this identify packet when the long link asks (default: never).
     #[must_use]
     pub fn identify(mut self, cmd_id: u32, body: impl Into<Bytes>) -> Self {
@@ -258,6 +288,7 @@ impl<R: Runtime> Builder<R> {
             control,
             event_capacity: self.queue_capacity,
             identify: self.identify,
+            judge: self.judge,
         });
         rt.spawn(Box::pin(driver));
         Ok(Client {
@@ -435,6 +466,14 @@ impl<R> Client<R> {
             .shared
             .control
             .try_send(Control::Foreground(foreground));
+    }
+
+    /// Whether the app's session is authenticated (Mars `MakesureAuthed`).
+    /// Tasks with [`Task::need_authed`](stn_proto::task::Task::need_authed)
+    /// wait until it is; a [`Verdict::SessionTimeout`] from the
+    /// [judge](Builder::judge) sets it back to `false`. Starts `false`.
+    pub fn set_authed(&self, authed: bool) {
+        let _ = self.shared.control.try_send(Control::Authed(authed));
     }
 
     /// A debug snapshot of the driver and engine (`None` once shut down).

@@ -12,7 +12,7 @@ use std::time::Instant as StdInstant;
 use async_channel::{Receiver, Sender, TrySendError};
 use bytes::Bytes;
 use futures_core::Stream;
-use stn_proto::engine::{Action, Engine, Input, LinkStatus, Report};
+use stn_proto::engine::{Action, Engine, Input, JudgeRequest, LinkStatus, Report, Verdict};
 use stn_proto::error::Response;
 use stn_proto::io::{ConnEvent, ConnId};
 use stn_proto::long_link::IdentifyDecision;
@@ -94,10 +94,14 @@ pub(crate) enum Control {
     NetworkLost,
     NetworkAvailable(NetworkKind),
     Foreground(bool),
+    Authed(bool),
     Subscribe(Sender<Push>),
     Snapshot(Sender<Snapshot>),
     Shutdown(Sender<()>),
 }
+
+/// The app's response judge (Mars `Buf2Resp`), see `Builder::judge`.
+pub(crate) type Judge = Arc<dyn Fn(&JudgeRequest) -> Verdict + Send + Sync>;
 
 struct Pending {
     ticket: u64,
@@ -128,6 +132,7 @@ pub(crate) struct Driver {
     subscribers: Vec<Sender<Push>>,
     pushes_dropped: u64,
     identify: IdentifyDecision,
+    judge: Option<Judge>,
     endpoints: BTreeSet<SocketAddr>,
     long_link: Option<LinkStatus>,
     shutdown_waiters: Vec<Sender<()>>,
@@ -142,6 +147,7 @@ pub(crate) struct DriverParts {
     pub(crate) control: Receiver<Control>,
     pub(crate) event_capacity: usize,
     pub(crate) identify: IdentifyDecision,
+    pub(crate) judge: Option<Judge>,
 }
 
 impl Driver {
@@ -164,6 +170,7 @@ impl Driver {
             subscribers: Vec::new(),
             pushes_dropped: 0,
             identify: parts.identify,
+            judge: parts.judge,
             endpoints: BTreeSet::new(),
             long_link: None,
             shutdown_waiters: Vec::new(),
@@ -273,10 +280,38 @@ impl Driver {
             Action::IdentifyResponse { cmd_id, body } => {
                 tracing::debug!(cmd_id, len = body.len(), "identify response");
             }
+            Action::Judge(request) => {
+                let verdict = self.judge_response(&request);
+                let now = self.now();
+                self.engine.judge(now, request.id, verdict);
+            }
             Action::Report(report) => self.report(&report),
             Action::LongLink(status) => {
                 tracing::debug!(?status, "long link");
                 self.long_link = Some(status);
+            }
+        }
+    }
+
+    /// Runs the app's judge on a response. A judge that panics has not
+    /// understood the response: the task ends with a decode error instead of
+    /// taking the driver (and every other task) down with it.
+    fn judge_response(&self, request: &JudgeRequest) -> Verdict {
+        let Some(judge) = self.judge.as_ref() else {
+            return Verdict::Accept;
+        };
+        let span = self
+            .pending
+            .get(&request.id)
+            .map_or_else(tracing::Span::none, |p| p.span.clone());
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge(request))) {
+            Ok(verdict) => {
+                tracing::debug!(parent: &span, attempt = request.attempt, ?verdict, "response judged");
+                verdict
+            }
+            Err(_) => {
+                tracing::error!(parent: &span, attempt = request.attempt, "the response judge panicked; ending the task");
+                Verdict::End
             }
         }
     }
@@ -311,6 +346,10 @@ impl Driver {
                 if reply.is_closed() {
                     // The send future was dropped before its task got here.
                     return;
+                }
+                let mut task = task;
+                if self.judge.is_some() {
+                    task.judge = true;
                 }
                 let (cmd_id, cgi, channel) = (task.cmd_id, task.cgi.clone(), task.channel);
                 match self.engine.submit(now, task) {
@@ -355,6 +394,7 @@ impl Driver {
             Control::NetworkLost => self.engine.network_lost(now),
             Control::NetworkAvailable(kind) => self.engine.network_available(now, kind),
             Control::Foreground(fg) => self.engine.set_foreground(now, fg),
+            Control::Authed(authed) => self.engine.set_authed(now, authed),
             Control::Subscribe(tx) => self.subscribers.push(tx),
             Control::Snapshot(tx) => {
                 let _ = tx.try_send(self.snapshot(now));

@@ -13,7 +13,8 @@
 //!
 //! The user-facing API is [`Client`]: [`send`](Client::send) a task and await
 //! its [`Response`](stn_proto::error::Response); a stream of server
-//! [`pushes`](Client::pushes); network and foreground hints;
+//! [`pushes`](Client::pushes); an optional response [`judge`](Builder::judge)
+//! (Mars `Buf2Resp`); network, foreground and authentication hints;
 //! [`shutdown`](Client::shutdown). Every `send` resolves exactly once: with
 //! the task's outcome, or [`Error::Shutdown`] if the client stops first (even
 //! if the driver task is dropped without a shutdown).

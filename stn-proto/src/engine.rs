@@ -9,7 +9,7 @@
 //! [`Engine::poll_timeout`] ([`Engine::handle_timeout`]).
 //!
 //! **The drain rule: after every call — a command (`submit`, `cancel`,
-//! `network_*`, `set_*`, `identify_answer`, `shutdown`), an input
+//! `network_*`, `set_*`, `identify_answer`, `judge`, `shutdown`), an input
 //! (`handle_input`) or a timeout (`handle_timeout`) — drain
 //! [`Engine::poll_action`] until it returns `None`, then read
 //! [`Engine::poll_timeout`] and call `handle_timeout` no later than that.**
@@ -37,6 +37,20 @@
 //! - **Network changes** (§8): bans and dynamic timeouts reset, the long link
 //!   reconnects at once, running attempts are redone, parked tasks (Mars's
 //!   zombies, [`ZombiePolicy`]) replayed.
+//! - **Response verdicts** (§6, Mars `Buf2Resp`): a task with
+//!   [`Task::judge`] is held after its response ([`Action::Judge`]) until the
+//!   app decodes it and answers [`Engine::judge`] with a [`Verdict`]: accept,
+//!   retry (the endpoint counts as failed; the long link is dropped), end
+//!   with [`Error::Decode`], session timeout (unauthenticated until
+//!   [`Engine::set_authed`], one free retry for the task, running need-auth
+//!   tasks redone) or retry every running task. Differences from Mars: the
+//!   batch verdicts touch only tasks with an attempt running or a response
+//!   awaiting a verdict (Mars's short-link manager also charges a retry to
+//!   queued ones); a session timeout redoes every running need-auth task
+//!   (Mars, on the long link, only those of the same `user_id`, which tasks
+//!   here do not carry); the other tasks in flight on a dropped long link
+//!   are redone as interrupted, not charged a retry; Mars's silent end
+//!   (-16) is [`Verdict::End`].
 //! - **Every task ends exactly once** with [`Action::TaskFinished`]: on
 //!   success, failure, cancel, deadline or [`Engine::shutdown`].
 //!
@@ -188,6 +202,7 @@ mod candidates;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod check;
 mod config;
+mod judge;
 mod long;
 mod short;
 mod types;
@@ -199,7 +214,7 @@ pub use config::{
     ChannelChoice, Config, LongLinkEndpoints, NoNetworkPolicy, ShortLinkEndpoints, ZombiePolicy,
     STN_MAX_ABANDONS,
 };
-pub use types::{Action, Input, LinkStatus, Report, SubmitError};
+pub use types::{Action, Input, JudgeRequest, LinkStatus, Report, SubmitError, Verdict};
 
 /// Most host names whose resolve answers are remembered.
 const MAX_DNS_ENTRIES: usize = 64;
@@ -216,6 +231,17 @@ enum State {
     Long,
     /// Failed and parked until a sign of connectivity (Mars zombie).
     Zombie,
+    /// A response arrived and waits for the app's [`Verdict`]
+    /// ([`Task::judge`]); no connection is held for it.
+    Judging,
+}
+
+/// A response held until the app judges it.
+#[derive(Clone, Debug)]
+struct Pending {
+    response: Response,
+    /// The attempt's report, emitted once the verdict is known.
+    report: Report,
 }
 
 #[derive(Clone, Debug)]
@@ -239,6 +265,10 @@ struct Entry {
     /// When it was parked.
     parked_at: Instant,
     last_error: Option<Error>,
+    /// The response awaiting a verdict (state [`State::Judging`]).
+    pending: Option<Pending>,
+    /// The once-per-task free retry after a session timeout is used.
+    session_retry_used: bool,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -246,6 +276,19 @@ struct HostDns {
     addrs: Vec<IpAddr>,
     answered_at: Option<Instant>,
     pending_until: Option<Instant>,
+}
+
+/// How [`Engine::retry_or_end`] treats a failed attempt.
+#[derive(Clone, Copy, Debug)]
+struct Retry {
+    /// The link the attempt used (sets the default delay).
+    channel: Channel,
+    /// Whether the error allows a retry at all.
+    retryable: bool,
+    /// The retry does not use up one of the task's retries.
+    free: bool,
+    /// Overrides the usual delay before the retry.
+    delay: Option<Duration>,
 }
 
 /// Who owns a live connection.
@@ -465,6 +508,8 @@ impl Engine {
             attempt_started: now,
             parked_at: now,
             last_error: None,
+            pending: None,
+            session_retry_used: false,
         };
         self.tasks.insert(id, entry);
         if sensitive_fail {
@@ -720,7 +765,7 @@ impl Engine {
                         t = t.min(e.not_before);
                     }
                 }
-                State::Short | State::Long => t = t.min(e.deadline),
+                State::Short | State::Long | State::Judging => t = t.min(e.deadline),
             }
         }
         for ex in self.short.values() {
@@ -790,9 +835,18 @@ impl Engine {
 
     /// Stops the running attempt of `id` (if any) and reports it as ended by `error`.
     fn stop_with_report(&mut self, now: Instant, id: TaskId, error: Error) {
-        let running = self.tasks.get(&id).and_then(|e| match e.state {
+        let running = self.tasks.get_mut(&id).and_then(|e| match e.state {
             State::Short => Some(Channel::Short),
             State::Long => Some(Channel::Long),
+            State::Judging => {
+                // The attempt's own report, now with how it ended.
+                if let Some(mut p) = e.pending.take() {
+                    p.report.ended = now;
+                    p.report.error = Some(error.clone());
+                    self.actions.push_back(Action::Report(p.report));
+                }
+                None
+            }
             State::Queued | State::Zombie => None,
         });
         self.stop_attempt(now, id);
@@ -833,10 +887,11 @@ impl Engine {
                     long.cancel_task(now, id);
                 }
             }
-            State::Queued | State::Zombie => {}
+            State::Queued | State::Zombie | State::Judging => {}
         }
         if let Some(e) = self.tasks.get_mut(&id) {
             e.state = State::Queued;
+            e.pending = None;
         }
         self.queue.retain(|(_, t)| *t != id);
     }
@@ -874,26 +929,48 @@ impl Engine {
         }
         let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
         let free = interrupted && self.config.free_retry_on_network_change;
+        let retryable = error.is_retryable();
+        self.retry_or_end(
+            now,
+            id,
+            error,
+            Retry {
+                channel,
+                retryable,
+                free,
+                delay: None,
+            },
+        );
+    }
+
+    /// Re-queues a task whose attempt ended in `error` if `how` and its
+    /// budget allow, else ends it (or parks it).
+    fn retry_or_end(&mut self, now: Instant, id: TaskId, error: Error, how: Retry) {
+        let Some(entry) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        entry.state = State::Queued;
+        let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
         entry.last_error = Some(error.clone());
         if shutting(&error) || self.shut_down {
             self.finish(id, Err(error));
             return;
         }
-        if !error.is_retryable() || (entry.retries_left == 0 && !free) {
+        if !how.retryable || (entry.retries_left == 0 && !how.free) {
             self.end_failed(now, id, error);
             return;
         }
-        if !free {
+        if !how.free {
             entry.retries_left -= 1;
         }
-        let delay = match (channel, &error) {
+        let delay = how.delay.unwrap_or(match (how.channel, &error) {
             // Mars's long link retries at once, except a task that already
             // used a retry (1 s after the batch error).
             (Channel::Long, _) if entry.attempts <= 1 || interrupted => Duration::ZERO,
-            (_, Error::Local(LocalError::Interrupted)) if free => Duration::ZERO,
+            (_, Error::Local(LocalError::Interrupted)) if how.free => Duration::ZERO,
             (_, Error::Timeout(_)) => self.config.retry_interval_after_timeout,
             _ => self.config.retry_interval,
-        };
+        });
         entry.not_before = now + delay;
         self.queue.insert((entry.order, id));
     }
@@ -1016,19 +1093,7 @@ impl Engine {
                 }
                 continue;
             }
-            let channel = if state == State::Long {
-                Channel::Long
-            } else {
-                Channel::Short
-            };
-            let running = matches!(state, State::Short | State::Long);
-            self.stop_attempt(now, id);
-            if running {
-                if let Some(e) = self.tasks.get(&id) {
-                    let r = self.bare_report(id, e, channel, now, TimeoutKind::Task.into());
-                    self.actions.push_back(Action::Report(r));
-                }
-            }
+            self.stop_with_report(now, id, TimeoutKind::Task.into());
             self.end_failed(now, id, TimeoutKind::Task.into());
         }
         self.dispatch(now);

@@ -345,6 +345,13 @@ pub struct Task {
     pub headers: Vec<(String, String)>,
     /// Opaque value for the caller, handed back untouched (Mars `user_context`).
     pub user_tag: u64,
+    /// Ask the app to judge each response before the task ends (Mars
+    /// `Buf2Resp`): the engine emits
+    /// [`Action::Judge`](crate::engine::Action::Judge) and waits for
+    /// [`Engine::judge`](crate::engine::Engine::judge), which may accept the
+    /// response, retry, end the task or report an expired session. Off by
+    /// default: the response ends the task as soon as it arrives.
+    pub judge: bool,
 }
 
 impl Task {
@@ -371,6 +378,7 @@ impl Task {
             long_polling: None,
             headers: Vec::new(),
             user_tag: 0,
+            judge: false,
         }
     }
 
@@ -448,6 +456,13 @@ impl Task {
     #[must_use]
     pub fn send_only(mut self, on: bool) -> Self {
         self.send_only = on;
+        self
+    }
+
+    /// Sets [`Task::judge`].
+    #[must_use]
+    pub fn judge(mut self, on: bool) -> Self {
+        self.judge = on;
         self
     }
 

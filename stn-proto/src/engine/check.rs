@@ -5,6 +5,8 @@
 //! and checks every action and, after every drain, the state:
 //!
 //! - every accepted task ends exactly once (a refused submit never);
+//! - a judged task is asked for one verdict per response, only while held,
+//!   and a verdict is accepted exactly when one is awaited;
 //! - no action names a connection that is closed or was never opened, and
 //!   every `Connect` uses a fresh id; nothing connects after shutdown;
 //! - `poll_timeout` is never earlier than `now` after a drain;
@@ -17,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 
 use crate::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
-use crate::engine::{Action, Config, Engine, Input};
+use crate::engine::{Action, Config, Engine, Input, Verdict};
 use crate::io::{CloseReason, ConnEvent, ConnId};
 use crate::net::{ConnectError, IpAddr};
 use crate::profile::Profile;
@@ -77,6 +79,8 @@ pub(crate) struct World {
     /// Ids of accepted submits.
     submitted: Vec<TaskId>,
     finished: BTreeMap<TaskId, u32>,
+    /// Tasks whose response awaits a verdict.
+    judging: BTreeSet<TaskId>,
     /// Connections the engine opened and that have not ended.
     open: BTreeMap<ConnId, OpenConn>,
     /// Every connection ever opened.
@@ -118,6 +122,7 @@ impl World {
             config,
             submitted: Vec::new(),
             finished: Default::default(),
+            judging: Default::default(),
             open: Default::default(),
             ever: Default::default(),
             resolves: Vec::new(),
@@ -179,12 +184,28 @@ impl World {
                     let n = self.finished.entry(*id).or_insert(0);
                     *n += 1;
                     assert_eq!(*n, 1, "task {id} finished twice");
+                    self.judging.remove(id);
                 }
-                Action::Push { .. }
-                | Action::AskIdentify
-                | Action::IdentifyResponse { .. }
-                | Action::Report(_)
-                | Action::LongLink(_) => {}
+                Action::Judge(j) => {
+                    assert!(
+                        self.submitted.contains(&j.id) && !self.finished.contains_key(&j.id),
+                        "judge asked for task {} that is not held",
+                        j.id
+                    );
+                    assert!(
+                        self.judging.insert(j.id),
+                        "judge asked twice for task {}",
+                        j.id
+                    );
+                }
+                Action::Push { .. } | Action::AskIdentify | Action::IdentifyResponse { .. } => {}
+                // A judged response's attempt is reported once it is settled
+                // (by a verdict, a cancel, the deadline or another task's
+                // verdict): no verdict is awaited after it.
+                Action::Report(r) => {
+                    self.judging.remove(&r.task);
+                }
+                Action::LongLink(_) => {}
             }
             self.trace.push(a);
         }
@@ -265,6 +286,49 @@ impl World {
         self.e.shutdown(self.now);
         self.shut_down = true;
         self.drain();
+    }
+
+    /// Gives `verdict` (Mars code order: accept, retry, end, session
+    /// timeout, retry all) on the `pick`-th awaited response, or, for every
+    /// fourth `pick` or when none is awaited, on a task that awaits none
+    /// (which must be refused and change nothing).
+    pub(crate) fn judge(&mut self, pick: usize, verdict: u8) {
+        let verdict = match verdict % 5 {
+            0 => Verdict::Accept,
+            1 => Verdict::Retry,
+            2 => Verdict::End,
+            3 => Verdict::SessionTimeout,
+            _ => Verdict::RetryAll,
+        };
+        let awaited = self
+            .judging
+            .iter()
+            .nth(pick % self.judging.len().max(1))
+            .copied();
+        match awaited {
+            Some(id) if pick % 4 != 0 => {
+                self.judging.remove(&id);
+                let now = self.now;
+                assert!(self.e.judge(now, id, verdict), "verdict on {id} refused");
+                self.drain();
+            }
+            _ => {
+                let id = self
+                    .submitted
+                    .iter()
+                    .copied()
+                    .find(|id| !self.judging.contains(id))
+                    .unwrap_or(TaskId::INVALID);
+                let held = self.e.task_count();
+                let now = self.now;
+                assert!(
+                    !self.e.judge(now, id, verdict),
+                    "verdict on {id}, which awaits none, accepted"
+                );
+                assert_eq!(self.e.task_count(), held);
+                assert_eq!(self.drain(), 0, "a refused verdict did something");
+            }
+        }
     }
 
     /// Cancels the `i`-th submitted task (held or already finished).
@@ -389,6 +453,9 @@ impl World {
         }
         if flags & 0x20 != 0 {
             t = t.need_authed(true);
+        }
+        if flags & 0x08 != 0 {
+            t = t.judge(true);
         }
         if flags & 0x10 != 0 && channel != 1 {
             // A task naming its own host: resolved per task.

@@ -168,19 +168,16 @@ impl Engine {
                     let bytes = send_len
                         .saturating_add(usize::try_from(bytes_received).unwrap_or(usize::MAX));
                     self.timeouts.on_success(now, AttemptSample { bytes, cost });
+                    let response = Response {
+                        body,
+                        status: None,
+                        cmd_id,
+                    };
                     if let Some(r) =
                         self.long_report(task, now, first_packet_after, None, bytes_received, None)
                     {
-                        self.actions.push_back(Action::Report(r));
+                        self.respond(task, response, r);
                     }
-                    self.finish(
-                        task,
-                        Ok(Response {
-                            body,
-                            status: None,
-                            cmd_id,
-                        }),
-                    );
                     self.replay_zombies(now);
                 }
                 LongLinkEvent::TaskFailed { task, error } => {

@@ -135,15 +135,12 @@ impl Engine {
                     .unwrap_or(usize::MAX);
                 let cost = result.request_sent_at.map_or(Duration::ZERO, |t| now - t);
                 self.timeouts.on_success(now, AttemptSample { bytes, cost });
-                self.actions.push_back(Action::Report(report));
-                self.finish(
-                    id,
-                    Ok(Response {
-                        body: resp.body,
-                        status: Some(resp.status),
-                        cmd_id,
-                    }),
-                );
+                let response = Response {
+                    body: resp.body,
+                    status: Some(resp.status),
+                    cmd_id,
+                };
+                self.respond(id, response, report);
                 self.replay_zombies(now);
             }
             Err(error) => {

@@ -1290,3 +1290,243 @@ fn mars_long_task_deadline_is_a_batch_error_stn_only_ends_that_task() {
         assert!(h.finished(other).is_empty());
     }
 }
+
+// ------------------------------------------------------ response verdicts ----
+
+fn judges(actions: &[Action]) -> Vec<JudgeRequest> {
+    actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Judge(j) => Some(j.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Runs the next short attempt (the newest connect) to a 200 with `body`.
+fn serve_latest_short(h: &mut H, body: &str) -> Vec<Action> {
+    let conn = connects(&h.log).last().expect("a connect").0;
+    h.ev(conn, ConnEvent::Connected);
+    h.ev(conn, ConnEvent::Received(ok_http(body)))
+}
+
+#[test]
+fn judged_response_is_held_until_the_verdict_and_accept_delivers_it() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(short_task("x").judge(true).user_tag(7));
+    let a = serve_latest_short(&mut h, "resp");
+    let j = judges(&a);
+    assert_eq!(j.len(), 1);
+    assert_eq!(
+        (j[0].id, j[0].attempt, j[0].channel, j[0].user_tag),
+        (id, 1, Channel::Short, 7)
+    );
+    assert_eq!(j[0].response.body, &b"resp"[..]);
+    // Held: no outcome, no report yet, the connection already closed.
+    assert!(h.finished(id).is_empty());
+    assert!(h.reports(id).is_empty());
+    assert!(h.e.has_task(id));
+    assert_eq!(h.e.open_connections(), 0);
+    h.now += ms(5);
+    assert!(h.e.judge(h.now, id, Verdict::Accept));
+    h.drain();
+    assert_eq!(h.outcome(id).expect("ok").body, &b"resp"[..]);
+    let r = h.reports(id);
+    assert_eq!((r.len(), r[0].error.clone(), r[0].ended), (1, None, h.now));
+    // A second verdict, or one for an unknown task, is refused.
+    assert!(!h.e.judge(h.now, id, Verdict::Accept));
+    assert!(!h.e.judge(h.now, TaskId::INVALID, Verdict::Retry));
+    assert!(h.drain().is_empty());
+}
+
+#[test]
+fn unjudged_tasks_end_without_a_verdict() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(short_task("x"));
+    let a = serve_latest_short(&mut h, "resp");
+    assert!(judges(&a).is_empty());
+    assert!(h.outcome(id).is_ok());
+}
+
+#[test]
+fn retry_verdict_counts_the_endpoint_failed_and_retries_then_ends_with_decode() {
+    let mut h = H::new(short_cfg(Profile::Mars));
+    let id = h.submit(short_task("x").judge(true).retry_count(1));
+    serve_latest_short(&mut h, "garbled");
+    assert!(h.e.judge(h.now, id, Verdict::Retry));
+    h.drain();
+    let r = h.reports(id);
+    assert_eq!(r.last().and_then(|r| r.error.clone()), Some(Error::Decode));
+    assert!(h.finished(id).is_empty(), "one retry left");
+    // Mars's short-link retry delay.
+    h.advance(secs(1));
+    let a = serve_latest_short(&mut h, "garbled again");
+    assert_eq!(judges(&a)[0].attempt, 2);
+    assert!(h.e.judge(h.now, id, Verdict::Retry));
+    h.drain();
+    assert_eq!(h.outcome(id), Err(Error::Decode));
+    let attempts = h.log.iter().find_map(|a| match a {
+        Action::TaskFinished {
+            id: i, attempts, ..
+        } if *i == id => Some(*attempts),
+        _ => None,
+    });
+    assert_eq!(attempts, Some(2));
+}
+
+#[test]
+fn end_verdict_ends_at_once_without_retry_or_parking() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(
+        short_task("x")
+            .judge(true)
+            .retry_count(3)
+            .total_timeout(secs(60)),
+    );
+    serve_latest_short(&mut h, "no");
+    assert!(h.e.judge(h.now, id, Verdict::End));
+    h.drain();
+    assert_eq!(h.outcome(id), Err(Error::Decode));
+    assert!(!h.e.has_task(id));
+}
+
+#[test]
+fn session_timeout_deauths_gives_one_free_retry_and_redoes_running_authed_tasks() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    h.e.set_authed(h.now, true);
+    h.drain();
+    let src = h.submit(
+        short_task("src")
+            .judge(true)
+            .need_authed(true)
+            .retry_count(0),
+    );
+    let other = h.submit(short_task("other").need_authed(true).retry_count(1));
+    let free = h.submit(short_task("free").retry_count(0));
+    let c = connects(&h.log);
+    assert_eq!(c.len(), 3, "all three running");
+    // The other two are connected and waiting for their responses.
+    h.ev(c[1].0, ConnEvent::Connected);
+    h.ev(c[2].0, ConnEvent::Connected);
+    h.ev(c[0].0, ConnEvent::Connected);
+    h.ev(c[0].0, ConnEvent::Received(ok_http("expired")));
+    assert!(h.e.judge(h.now, src, Verdict::SessionTimeout));
+    let a = h.drain();
+    // The other need-auth task's attempt is stopped; the free one runs on.
+    assert!(closes(&a).contains(&c[1].0));
+    assert!(!closes(&a).contains(&c[2].0));
+    assert_eq!(
+        h.reports(other).last().and_then(|r| r.error.clone()),
+        Some(Error::Decode)
+    );
+    // Unauthenticated now: nothing restarts until the app logs in again.
+    assert!(connects(&a).is_empty());
+    h.advance(secs(2));
+    assert_eq!(connects(&h.log).len(), 3);
+    h.e.set_authed(h.now, true);
+    let a = h.drain();
+    let again = connects(&a);
+    assert_eq!(again.len(), 2, "both need-auth tasks start again at once");
+    // The source had no retries: its session-timeout retry was free.
+    for (conn, _) in again {
+        serve_short(&mut h, conn, "fresh");
+    }
+    let j = judges(&h.log);
+    assert_eq!(j.last().map(|j| (j.id, j.attempt)), Some((src, 2)));
+    assert!(h.e.judge(h.now, src, Verdict::Accept));
+    h.drain();
+    assert!(h.outcome(src).is_ok());
+    assert!(h.outcome(other).is_ok());
+    h.ev(c[2].0, ConnEvent::Received(ok_http("untouched")));
+    assert!(h.outcome(free).is_ok());
+}
+
+#[test]
+fn session_timeout_free_retry_is_once_per_task() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    h.e.set_authed(h.now, true);
+    let id = h.submit(short_task("x").judge(true).need_authed(true).retry_count(0));
+    serve_latest_short(&mut h, "expired");
+    assert!(h.e.judge(h.now, id, Verdict::SessionTimeout));
+    h.e.set_authed(h.now, true);
+    h.drain();
+    serve_latest_short(&mut h, "expired again");
+    assert!(h.e.judge(h.now, id, Verdict::SessionTimeout));
+    h.drain();
+    assert_eq!(h.outcome(id), Err(Error::Decode));
+}
+
+#[test]
+fn retry_all_redoes_every_running_task_and_drops_the_long_link() {
+    let mut h = H::new(long_cfg(Profile::Stn));
+    let mut s = long_up(&mut h);
+    let src = h.submit(
+        Task::new(100, "", "a")
+            .channel(Channel::Long)
+            .judge(true)
+            .retry_count(1),
+    );
+    let peer = h.submit(
+        Task::new(101, "", "b")
+            .channel(Channel::Long)
+            .retry_count(1),
+    );
+    let frames = s.frames(&h.log);
+    let f = frames
+        .iter()
+        .find(|f| f.cmd_id == 100)
+        .expect("sent")
+        .clone();
+    let a = reply(&mut h, &s, Frame::new(100, f.seq, "stale"));
+    let j = judges(&a);
+    assert_eq!((j[0].id, j[0].channel), (src, Channel::Long));
+    assert!(h.e.judge(h.now, src, Verdict::RetryAll));
+    let a = h.drain();
+    assert!(closes(&a).contains(&s.conn), "the long link is dropped");
+    assert!(a.contains(&Action::LongLink(LinkStatus::Disconnected)));
+    for id in [src, peer] {
+        assert!(h.finished(id).is_empty(), "{id} retries");
+        assert!(h.reports(id).last().is_some_and(|r| r.error.is_some()));
+    }
+}
+
+#[test]
+fn retry_verdict_on_the_long_link_drops_it() {
+    let mut h = H::new(long_cfg(Profile::Mars));
+    let mut s = long_up(&mut h);
+    let id = h.submit(
+        Task::new(100, "", "a")
+            .channel(Channel::Long)
+            .judge(true)
+            .retry_count(0),
+    );
+    let f = s
+        .frames(&h.log)
+        .into_iter()
+        .find(|f| f.cmd_id == 100)
+        .expect("sent");
+    reply(&mut h, &s, Frame::new(100, f.seq, "bad"));
+    assert!(h.e.judge(h.now, id, Verdict::Retry));
+    let a = h.drain();
+    assert!(closes(&a).contains(&s.conn));
+    assert_eq!(h.outcome(id), Err(Error::Decode));
+}
+
+#[test]
+fn a_judged_task_still_times_out_and_can_be_cancelled() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let slow = h.submit(short_task("x").judge(true).total_timeout(secs(5)));
+    serve_latest_short(&mut h, "r");
+    let cancelled = h.submit(short_task("y").judge(true));
+    serve_latest_short(&mut h, "r");
+    h.e.cancel(h.now, cancelled);
+    h.drain();
+    assert_eq!(h.outcome(cancelled), Err(Error::Cancelled));
+    assert_eq!(
+        h.reports(cancelled).last().and_then(|r| r.error.clone()),
+        Some(Error::Cancelled)
+    );
+    h.advance(secs(6));
+    assert_eq!(h.outcome(slow), Err(TimeoutKind::Task.into()));
+    assert!(!h.e.judge(h.now, slow, Verdict::Accept));
+}

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::error::Outcome;
+use crate::error::{Outcome, Response};
 use crate::io::{ConnEvent, ConnId};
 use crate::net::{IpAddr, SocketAddr};
 use crate::task::{Channel, TaskError, TaskId};
@@ -140,10 +140,96 @@ pub enum Action {
         /// Its body.
         body: Bytes,
     },
+    /// A response arrived for a task that asked for the app's verdict
+    /// ([`Task::judge`](crate::task::Task::judge), Mars `Buf2Resp`): decode
+    /// it and answer with [`Engine::judge`](super::Engine::judge). The task
+    /// stays held (its deadline still runs) until then.
+    Judge(JudgeRequest),
     /// One attempt's profile.
     Report(Report),
     /// The long link's status changed.
     LongLink(LinkStatus),
+}
+
+/// A response waiting for the app's verdict ([`Action::Judge`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JudgeRequest {
+    /// The task.
+    pub id: TaskId,
+    /// Which attempt produced it (1 for the first).
+    pub attempt: u32,
+    /// The link that carried it.
+    pub channel: Channel,
+    /// The task's [`Task::user_tag`](crate::task::Task::user_tag).
+    pub user_tag: u64,
+    /// The response, as it would be delivered.
+    pub response: Response,
+}
+
+/// The app's verdict on a response (Mars's `Buf2Resp` return value,
+/// `TaskFailHandleType`), given to [`Engine::judge`](super::Engine::judge).
+///
+/// ```
+/// use stn_proto::engine::Verdict;
+/// assert_eq!(Verdict::from_mars_code(-13), Verdict::SessionTimeout);
+/// assert_eq!(Verdict::SessionTimeout.mars_code(), -13);
+/// // Codes Mars has no branch for take its default branch.
+/// assert_eq!(Verdict::from_mars_code(-99), Verdict::Retry);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Verdict {
+    /// The response is good: the task ends with it (`kTaskFailHandleNoError`, 0).
+    Accept,
+    /// The response could not be decoded (`kTaskFailHandleDefault`, -1): the
+    /// endpoint counts as failed and the task is retried if it has retries
+    /// left, else it ends with [`Error::Decode`]. On the long link the link is
+    /// dropped too (Mars: batch error, disconnect `kDecodeErr`): the other
+    /// tasks in flight on it are redone.
+    Retry,
+    /// End the task now with [`Error::Decode`], no retry
+    /// (`kTaskFailHandleTaskEnd`, -14).
+    End,
+    /// The server says the session expired (`kTaskFailHandleSessionTimeout`,
+    /// -13). The engine marks itself unauthenticated (as if
+    /// [`Engine::set_authed`](super::Engine::set_authed)`(false)`), so every
+    /// `need_authed` task waits for the app to log in again and call
+    /// `set_authed(true)`; the judged task gets one free retry (once per
+    /// task); running `need_authed` tasks are stopped and retried at once
+    /// (each uses a retry, or ends with [`Error::Decode`] without one); the
+    /// long link is dropped if any of them ran on it.
+    SessionTimeout,
+    /// Retry every running task (`kTaskFailHandleRetryAllTasks`, -12): the
+    /// judged task and every task with an attempt in flight or awaiting a
+    /// verdict use a retry (or end with [`Error::Decode`]); the long link is
+    /// dropped if any of them ran on it.
+    RetryAll,
+}
+
+impl Verdict {
+    /// Mars's `TaskFailHandleType` value.
+    pub fn mars_code(self) -> i32 {
+        match self {
+            Verdict::Accept => 0,
+            Verdict::Retry => -1,
+            Verdict::RetryAll => -12,
+            Verdict::SessionTimeout => -13,
+            Verdict::End => -14,
+        }
+    }
+
+    /// From Mars's `TaskFailHandleType` value. Mars's silent end (-16, long
+    /// link only, no `OnTaskEnd`) becomes [`Verdict::End`]: here every task
+    /// ends exactly once, so the app is still told. Any other unknown value
+    /// takes Mars's default branch, [`Verdict::Retry`].
+    pub fn from_mars_code(code: i32) -> Self {
+        match code {
+            0 => Verdict::Accept,
+            -12 => Verdict::RetryAll,
+            -13 => Verdict::SessionTimeout,
+            -14 | -16 => Verdict::End,
+            _ => Verdict::Retry,
+        }
+    }
 }
 
 /// Why [`Engine::submit`](super::Engine::submit) refused a task. A refused

@@ -92,6 +92,11 @@ enum Op {
     Foreground(bool),
     Authed(bool),
     Identify(u8),
+    /// A verdict on an awaited response (or on a task awaiting none).
+    Judge {
+        pick: u16,
+        verdict: u8,
+    },
     /// Steps through every deadline up to `ms` * 4 from now.
     Advance(u16),
     /// Calls `handle_timeout` late, at an arbitrary time, without stepping.
@@ -137,6 +142,7 @@ fn apply(w: &mut World, op: &Op) {
         Op::Available(n) => w.call(|e, now| e.network_available(now, network(n))),
         Op::Foreground(fg) => w.call(|e, now| e.set_foreground(now, fg)),
         Op::Authed(a) => w.call(|e, now| e.set_authed(now, a)),
+        Op::Judge { pick, verdict } => w.judge(usize::from(pick), verdict),
         Op::Identify(k) => {
             let d = match k % 3 {
                 0 => IdentifyDecision::Never,

@@ -17,7 +17,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::IpAddr;
 
 use bytes::Bytes;
-use stn_proto::engine::{Action, Config, Engine, Input, Report};
+use stn_proto::engine::{Action, Config, Engine, Input, Report, Verdict};
 use stn_proto::error::{Error, SocketError as ProtoSocketError, TimeoutKind};
 use stn_proto::io::{CloseReason, ConnEvent, ConnId};
 use stn_proto::long_link::IdentifyDecision;
@@ -314,6 +314,11 @@ impl StnClient {
                 });
             }
             Action::AskIdentify => engine.identify_answer(now, IdentifyDecision::Never),
+            // The simulated app decodes every response it gets (the bench's
+            // tasks do not ask to be judged; a scenario's may).
+            Action::Judge(j) => {
+                engine.judge(now, j.id, Verdict::Accept);
+            }
             Action::Report(r) => {
                 if let Some(run) = self.running.get_mut(&r.task) {
                     run.cost.connects += r.connect_attempts;

@@ -467,6 +467,83 @@ pub(crate) async fn oversize_length<H: Harness>() {
     );
 }
 
+/// The app's response judge (Mars `Buf2Resp`) over real sockets: accepted
+/// responses are delivered; an expired session makes the need-auth task wait
+/// for the app's re-login (`set_authed`), then retries it for free; "end"
+/// fails a task with a decode error; a panicking judge ends only its task.
+pub(crate) async fn response_judge<H: Harness>() {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    use std::sync::Arc;
+    use stn_driver::proto::engine::Verdict;
+
+    let server = ServerHost::healthy();
+    let expired = Arc::new(AtomicBool::new(false));
+    let judged = Arc::new(AtomicUsize::new(0));
+    let (e, j) = (expired.clone(), judged.clone());
+    let client = builder::<H>(&server)
+        .judge(move |req| {
+            j.fetch_add(1, Ordering::SeqCst);
+            match &req.response.body[..] {
+                b"expire-once" if !e.swap(true, Ordering::SeqCst) => Verdict::SessionTimeout,
+                b"undecodable" => Verdict::End,
+                b"panic" => panic!("the judge cannot read this"),
+                _ => Verdict::Accept,
+            }
+        })
+        .build()
+        .expect("client");
+    client.set_authed(true);
+
+    let r = client.send(short_task("plain")).await.expect("accepted");
+    assert_eq!(r.body, "plain");
+    assert_eq!(judged.load(Ordering::SeqCst), 1);
+
+    // The session expires on the first answer: the task waits for re-login.
+    let c = client.clone();
+    let pending = H::spawn(async move {
+        c.send_detailed(short_task("expire-once").need_authed(true).retry_count(0))
+            .await
+    });
+    while judged.load(Ordering::SeqCst) < 2 {
+        H::sleep(Duration::from_millis(5)).await;
+    }
+    H::sleep(Duration::from_millis(200)).await;
+    let snap = client.snapshot().await.expect("driver running");
+    assert_eq!(
+        (snap.engine_tasks, snap.short_in_flight),
+        (1, 0),
+        "{snap:?}"
+    );
+    assert_eq!(
+        server.stats().short_requests_served,
+        2,
+        "no retry before re-login"
+    );
+    client.set_authed(true);
+    let done = pending.await;
+    assert_eq!(
+        done.outcome.expect("retried after re-login").body,
+        "expire-once"
+    );
+    assert_eq!(done.attempts, 2, "the session-timeout retry is free");
+    assert!(expired.load(Ordering::SeqCst));
+
+    assert_eq!(
+        client.send(long_task("undecodable")).await,
+        Err(Error::Task(ProtoError::Decode))
+    );
+    assert_eq!(
+        client.send(short_task("panic").retry_count(0)).await,
+        Err(Error::Task(ProtoError::Decode))
+    );
+    // The driver survived the panic.
+    assert_eq!(
+        client.send(long_task("after")).await.expect("ok").body,
+        "after"
+    );
+    client.shutdown().await;
+}
+
 /// Dropping a `send` future cancels its task: the engine forgets it and the
 /// short-link connection is closed.
 pub(crate) async fn cancel_by_drop<H: Harness>() {
@@ -565,7 +642,7 @@ macro_rules! client_suite {
     ($h:ty) => {
         $crate::client_suite!(@tests $h;
             happy_path, hints, host_name_endpoint, racing_bans_bad_endpoints, never_respond_times_out,
-            reset_mid_response, garbage_response, oversize_length, cancel_by_drop,
+            reset_mid_response, garbage_response, oversize_length, response_judge, cancel_by_drop,
             shutdown_in_flight, ten_thousand_long);
     };
     (@tests $h:ty; $($name:ident),*) => {

@@ -56,6 +56,11 @@ enum Op {
     Foreground(bool),
     Authed(bool),
     Identify(u8),
+    /// A verdict on an awaited response (or on a task awaiting none).
+    Judge {
+        pick: usize,
+        verdict: u8,
+    },
     /// Step through every deadline up to `ms` from now.
     Advance(u32),
     /// Call `handle_timeout` late, at an arbitrary time, without stepping.
@@ -101,6 +106,7 @@ fn op() -> impl Strategy<Value = Op> {
         1 => any::<bool>().prop_map(Op::Foreground),
         1 => any::<bool>().prop_map(Op::Authed),
         1 => (0u8..3).prop_map(Op::Identify),
+        3 => (any::<usize>(), 0u8..5).prop_map(|(pick, verdict)| Op::Judge { pick, verdict }),
         5 => (0u32..40_000).prop_map(Op::Advance),
         1 => (0u32..10_000).prop_map(Op::Backwards),
         1 => (0u32..90_000).prop_map(Op::Jump),
@@ -147,6 +153,7 @@ fn apply(w: &mut World, op: Op) {
             };
             w.call(|e, now| e.identify_answer(now, d));
         }
+        Op::Judge { pick, verdict } => w.judge(pick, verdict),
         Op::Advance(ms) => w.advance_to(w.now + Duration::from_millis(u64::from(ms))),
         Op::Jump(ms) => w.jump_to(w.now + Duration::from_millis(u64::from(ms))),
         Op::Backwards(ms) => w.jump_to(w.now - Duration::from_millis(u64::from(ms))),

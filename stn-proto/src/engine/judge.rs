@@ -1,0 +1,156 @@
+//! The app's verdict on a response (Mars `Buf2Resp` and its
+//! `TaskFailHandleType`): hold a judged task's response, then settle the task
+//! — and, for an expired session or "retry all", the other running tasks —
+//! as the verdict says.
+
+use super::*;
+
+impl Engine {
+    /// A response arrived for `id`: end the task with it, or, if the task
+    /// asked to be judged, hold it and ask the app.
+    pub(super) fn respond(&mut self, id: TaskId, response: Response, report: Report) {
+        let Some(e) = self.tasks.get_mut(&id) else {
+            return;
+        };
+        if !e.task.judge {
+            self.actions.push_back(Action::Report(report));
+            self.finish(id, Ok(response));
+            return;
+        }
+        e.state = State::Judging;
+        let request = JudgeRequest {
+            id,
+            attempt: e.attempts,
+            channel: report.channel,
+            user_tag: e.task.user_tag,
+            response: response.clone(),
+        };
+        e.pending = Some(Pending { response, report });
+        self.actions.push_back(Action::Judge(request));
+    }
+
+    /// The app's verdict on the response of [`Action::Judge`] for `id`.
+    ///
+    /// Returns `false` (and changes nothing) if `id` is not waiting for a
+    /// verdict: unknown, already ended (cancelled, timed out), judged
+    /// already, or the engine is shut down. See [`Verdict`] for what each
+    /// verdict does. The task's deadline keeps running while the app judges.
+    pub fn judge(&mut self, now: Instant, id: TaskId, verdict: Verdict) -> bool {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return false;
+        }
+        let Some(e) = self
+            .tasks
+            .get_mut(&id)
+            .filter(|e| e.state == State::Judging)
+        else {
+            return false;
+        };
+        let Some(Pending {
+            response,
+            mut report,
+        }) = e.pending.take()
+        else {
+            // Judging always holds a response; settle as if it were lost.
+            e.state = State::Queued;
+            self.end_failed(now, id, Error::Decode);
+            self.run(now);
+            return true;
+        };
+        e.state = State::Queued;
+        let channel = report.channel;
+        report.ended = now;
+        if verdict == Verdict::Accept {
+            self.actions.push_back(Action::Report(report));
+            self.finish(id, Ok(response));
+            self.run(now);
+            return true;
+        }
+        report.error = Some(Error::Decode);
+        let endpoint = report.endpoint;
+        self.actions.push_back(Action::Report(report));
+        let mut drop_long = channel == Channel::Long;
+        match verdict {
+            Verdict::Accept => {}
+            Verdict::End => self.end_failed(now, id, Error::Decode),
+            Verdict::Retry => {
+                // Mars: the endpoint served something the app cannot use.
+                if let Some(addr) = endpoint {
+                    self.record_endpoint(now, addr, false);
+                }
+                self.retry_or_end(now, id, Error::Decode, retry(channel, false, None));
+            }
+            Verdict::SessionTimeout => {
+                self.authed = false;
+                let free = self
+                    .tasks
+                    .get_mut(&id)
+                    .map(|e| !std::mem::replace(&mut e.session_retry_used, true))
+                    .unwrap_or(false);
+                self.retry_or_end(
+                    now,
+                    id,
+                    Error::Decode,
+                    retry(channel, free, Some(Duration::ZERO)),
+                );
+                drop_long |= self.redo_running(now, id, true, Some(Duration::ZERO));
+            }
+            Verdict::RetryAll => {
+                self.retry_or_end(now, id, Error::Decode, retry(channel, false, None));
+                drop_long |= self.redo_running(now, id, false, None);
+            }
+        }
+        if drop_long && verdict != Verdict::End {
+            // Mars drops the long link after a batch error on it; the tasks
+            // still in flight there are redone (Interrupted).
+            if let Some(long) = self.long.as_mut().filter(|l| l.is_connected()) {
+                long.disconnect(now, DisconnectReason::Reset);
+            }
+            self.pump_long(now);
+        }
+        self.run(now);
+        true
+    }
+
+    /// Stops every task (but `source`) with an attempt in flight or a
+    /// response awaiting a verdict — only `need_authed` ones if
+    /// `authed_only` — and retries it (using one of its retries) or ends it
+    /// with [`Error::Decode`]. Returns whether any of them was on the long
+    /// link.
+    fn redo_running(
+        &mut self,
+        now: Instant,
+        source: TaskId,
+        authed_only: bool,
+        delay: Option<Duration>,
+    ) -> bool {
+        let hit: Vec<(TaskId, Channel)> = self
+            .tasks
+            .iter()
+            .filter(|(id, e)| **id != source && (!authed_only || e.task.need_authed))
+            .filter_map(|(id, e)| match e.state {
+                State::Short => Some((*id, Channel::Short)),
+                State::Long => Some((*id, Channel::Long)),
+                State::Judging => e.pending.as_ref().map(|p| (*id, p.report.channel)),
+                State::Queued | State::Zombie => None,
+            })
+            .collect();
+        let mut on_long = false;
+        for (id, channel) in hit {
+            on_long |= channel == Channel::Long;
+            self.stop_with_report(now, id, Error::Decode);
+            self.retry_or_end(now, id, Error::Decode, retry(channel, false, delay));
+        }
+        on_long
+    }
+}
+
+fn retry(channel: Channel, free: bool, delay: Option<Duration>) -> Retry {
+    Retry {
+        channel,
+        retryable: true,
+        free,
+        delay,
+    }
+}
