@@ -67,7 +67,9 @@
 //! (or after 1 s idle); resolve answers reused for 30 s (until an attempt fails to connect);
 //! lost SYNs abandoned and replaced for the whole race
 //! ([`STN_MAX_ABANDONS`]); an RTT hint that backs off after failed races; at
-//! most 64 short-link attempts in flight; on the long link, Mars's timeouts,
+//! most 64 short-link attempts in flight; a short-link request that gets
+//! no answer for about 4 RTTs hedged on a fresh connection ([`HedgePolicy`]);
+//! on the long link, Mars's timeouts,
 //! noop timeout and reconnect tables (measured better there under loss); [`Engine::identify_verdict`]
 //! rejecting a connection drops it. The building blocks add their own
 //! (adaptive racing stagger, adaptive timeouts, gentler bans, reconnect
@@ -188,7 +190,8 @@ use crate::monitor::Activity;
 use crate::net::{IpAddr, NetworkKind, SocketAddr};
 use crate::rng::Rng;
 use crate::short_link::{
-    ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts, ShortLinkExchange,
+    EndpointReport, ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts,
+    ShortLinkExchange,
 };
 use crate::task::{Channel, ChannelStrategy, Task, TaskId};
 use crate::time::{Duration, Instant, MonotonicClock};
@@ -202,6 +205,7 @@ mod candidates;
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod check;
 mod config;
+mod hedge;
 mod judge;
 mod long;
 mod short;
@@ -214,6 +218,7 @@ pub use config::{
     ChannelChoice, Config, LongLinkEndpoints, NoNetworkPolicy, ShortLinkEndpoints, ZombiePolicy,
     STN_MAX_ABANDONS,
 };
+pub use hedge::HedgePolicy;
 pub use types::{Action, Input, JudgeRequest, LinkStatus, Report, SubmitError, Verdict};
 
 /// Most host names whose resolve answers are remembered.
@@ -311,6 +316,8 @@ pub struct Engine {
     tasks: BTreeMap<TaskId, Entry>,
     queue: BTreeSet<((u8, u64), TaskId)>,
     short: BTreeMap<TaskId, ShortLinkExchange>,
+    /// Hedging state of running short-link attempts ([`HedgePolicy`]).
+    hedges: BTreeMap<TaskId, hedge::HedgeState>,
     conns: BTreeMap<ConnId, Owner>,
     history: EndpointHistory,
     timeouts: AdaptiveTimeouts,
@@ -364,6 +371,7 @@ impl Engine {
             tasks: BTreeMap::new(),
             queue: BTreeSet::new(),
             short: BTreeMap::new(),
+            hedges: BTreeMap::new(),
             conns: BTreeMap::new(),
             history: EndpointHistory::new(config.ban.clone()),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
@@ -773,6 +781,14 @@ impl Engine {
                 t = t.min(x);
             }
         }
+        for (id, h) in &self.hedges {
+            if let Some(x) = h.running.as_ref().and_then(ShortLinkExchange::poll_timeout) {
+                t = t.min(x);
+            }
+            if let Some(x) = self.hedge_due(*id) {
+                t = t.min(x);
+            }
+        }
         if let Some(x) = self.long.as_ref().and_then(LongLink::poll_timeout) {
             t = t.min(x);
         }
@@ -863,13 +879,9 @@ impl Engine {
         };
         match state {
             State::Short => {
-                if let Some(mut ex) = self.short.remove(&id) {
-                    ex.cancel(now);
-                    while let Some(a) = ex.poll_action() {
-                        if let ExchangeAction::Io(io) = a {
-                            self.emit_io(Owner::Short(id), io);
-                        }
-                    }
+                self.end_hedging(now, id);
+                if let Some(ex) = self.short.remove(&id) {
+                    self.cancel_exchange(now, id, ex);
                 }
                 // Safety net: nothing of this attempt stays open.
                 let left: Vec<ConnId> = self
@@ -924,6 +936,7 @@ impl Engine {
                 connect_attempts: 0,
                 bytes_sent: 0,
                 bytes_received: 0,
+                hedges: 0,
                 error: Some(error.clone()),
             }));
         }
@@ -1064,6 +1077,14 @@ impl Engine {
             }
             self.pump_short(now, id);
         }
+        let hedged: Vec<TaskId> = self.hedges.keys().copied().collect();
+        for id in hedged {
+            if let Some(ex) = self.hedges.get_mut(&id).and_then(|h| h.running.as_mut()) {
+                ex.handle_timeout(now, &mut self.ids);
+            }
+            self.pump_hedge(now, id);
+        }
+        self.start_due_hedges(now);
         if let Some(long) = self.long.as_mut() {
             long.handle_timeout(now, &mut self.ids);
         }
@@ -1119,6 +1140,7 @@ impl Engine {
             connect_attempts: 0,
             bytes_sent: 0,
             bytes_received: 0,
+            hedges: 0,
             error: Some(error),
         }
     }
@@ -1251,10 +1273,20 @@ impl Engine {
         }
         match owner {
             Owner::Short(id) => {
-                if let Some(ex) = self.short.get_mut(&id) {
+                let hedge = self
+                    .hedges
+                    .get_mut(&id)
+                    .and_then(|h| h.running.as_mut())
+                    .filter(|ex| ex.owns(conn));
+                if let Some(ex) = hedge {
                     ex.handle_event(now, conn, event, &mut self.ids);
+                    self.pump_hedge(now, id);
+                } else {
+                    if let Some(ex) = self.short.get_mut(&id) {
+                        ex.handle_event(now, conn, event, &mut self.ids);
+                    }
+                    self.pump_short(now, id);
                 }
-                self.pump_short(now, id);
             }
             Owner::Long => {
                 if let Some(long) = self.long.as_mut() {

@@ -353,6 +353,21 @@ impl ShortLinkExchange {
         )
     }
 
+    /// When the request was sent (the race was won), if it was.
+    pub fn request_sent_at(&self) -> Option<Instant> {
+        self.sent_at
+    }
+
+    /// When the first response byte arrived, if one did.
+    pub fn first_byte_at(&self) -> Option<Instant> {
+        self.first_byte_at
+    }
+
+    /// Connection attempts the race has started so far.
+    pub fn connect_attempts(&self) -> u32 {
+        self.race.as_ref().map_or(0, Race::attempts_started)
+    }
+
     /// Feeds what happened on `conn` at `now`. Deadlines up to `now` are
     /// processed first; events for unknown or closed connections, and
     /// everything after the end, are ignored.

@@ -226,8 +226,9 @@ impl World {
         assert!(self.e.task_count() <= self.config.max_queued_tasks);
         assert!(self.e.short_in_flight() <= self.config.max_in_flight_short);
         assert!(self.e.long_in_flight() <= self.config.long.max_in_flight_tasks);
-        // Each short attempt races at most 3 connections; the long link too.
-        assert!(self.e.open_connections() <= self.e.short_in_flight() * 3 + 3);
+        // Each short attempt races at most 3 connections, and so does its
+        // hedge (stn) beside its first exchange's connection; the long link 3.
+        assert!(self.e.open_connections() <= self.e.short_in_flight() * 7 + 3);
         assert_eq!(self.e.open_connections(), self.open.len());
         if let Some(l) = self.e.long.as_ref() {
             assert!(l.decoder_buffered_len() <= 20 + 64 + CodecConfig::default().max_body_len);

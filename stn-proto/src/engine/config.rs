@@ -152,6 +152,9 @@ pub struct Config {
     pub max_queued_tasks: usize,
     /// Most short-link attempts in flight at once (Mars: unlimited).
     pub max_in_flight_short: usize,
+    /// Hedged short-link requests ([`HedgePolicy`](super::HedgePolicy);
+    /// Mars: none).
+    pub hedge: Option<super::HedgePolicy>,
     /// The network at start.
     pub network: NetworkKind,
     /// Whether the app is in the foreground at start.
@@ -199,7 +202,11 @@ impl Config {
     ///   reconnecting sooner on a link that keeps failing costs more than
     ///   it saves); coming to the foreground still reconnects at once;
     /// - at most 64 short-link attempts in flight (Mars: unlimited), so a
-    ///   burst of tasks cannot open hundreds of sockets.
+    ///   burst of tasks cannot open hundreds of sockets;
+    /// - a short-link request that gets no answer for about 4 RTTs is hedged
+    ///   on a fresh connection ([`HedgePolicy`](super::HedgePolicy)): under
+    ///   loss an exchange stuck in TCP's retransmission back-off otherwise
+    ///   waits for the first-packet timeout.
     pub fn for_profile(profile: Profile) -> Self {
         let mars = Config {
             profile,
@@ -227,6 +234,7 @@ impl Config {
             resolve_ttl: Duration::ZERO,
             max_queued_tasks: 1024,
             max_in_flight_short: usize::MAX,
+            hedge: None,
             network: NetworkKind::Wifi,
             foreground: true,
         };
@@ -242,6 +250,7 @@ impl Config {
                     resolve_ttl: Duration::from_secs(30),
                     zombie_idle_restart: Duration::from_secs(1),
                     max_in_flight_short: 64,
+                    hedge: Some(super::HedgePolicy::default()),
                     long_link_adaptive_timeouts: false,
                     ..mars
                 };

@@ -232,6 +232,7 @@ impl Engine {
             connect_attempts: 0,
             bytes_sent: u64::try_from(e.task.body.len()).unwrap_or(u64::MAX) + 20,
             bytes_received,
+            hedges: 0,
             error,
         })
     }

@@ -47,6 +47,15 @@ impl Engine {
             timeouts,
             deadline: Some(e.deadline),
         };
+        if self.config.hedge.is_some() {
+            let state = hedge::HedgeState {
+                request: req.clone(),
+                running: None,
+                started: 0,
+                spent_connects: 0,
+            };
+            self.hedges.insert(id, state);
+        }
         let ex = ShortLinkExchange::start(now, &self.config.exchange, req, &mut self.ids);
         if let Some(e) = self.tasks.get_mut(&id) {
             e.state = State::Short;
@@ -72,28 +81,62 @@ impl Engine {
             };
             match action {
                 ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
-                ExchangeAction::Endpoint(r) => {
-                    if let Some(t) = r.connect_time.filter(|_| r.ok) {
-                        self.timeouts.on_connect_sample(t);
-                        self.connect_rtt.sample(t);
-                        self.failed_races = 0;
-                    }
-                    self.record_endpoint(now, r.addr, r.ok);
-                    if r.ok {
-                        // A working connection is a sign of connectivity.
-                        self.replay_zombies(now);
-                    }
-                }
+                ExchangeAction::Endpoint(r) => self.endpoint_report(now, r),
                 ExchangeAction::Finished(result) => {
                     self.short.remove(&id);
-                    self.short_finished(now, id, result);
-                    return;
+                    let failed = result.outcome.is_err();
+                    match if failed {
+                        self.hedge_takes_over(id, result)
+                    } else {
+                        Some(result)
+                    } {
+                        Some(result) => {
+                            self.short_finished(now, id, result);
+                            return;
+                        }
+                        // A hedge runs on as the attempt's exchange.
+                        None => continue,
+                    }
                 }
             }
         }
     }
 
+    /// Cancels an exchange of `id`'s attempt, closing its connections;
+    /// returns the connects it had started. (A cancelled exchange reports
+    /// nothing else: no endpoint verdict, no result.)
+    pub(super) fn cancel_exchange(
+        &mut self,
+        now: Instant,
+        id: TaskId,
+        mut ex: ShortLinkExchange,
+    ) -> u32 {
+        let connects = ex.connect_attempts();
+        ex.cancel(now);
+        while let Some(a) = ex.poll_action() {
+            if let ExchangeAction::Io(io) = a {
+                self.emit_io(Owner::Short(id), io);
+            }
+        }
+        connects
+    }
+
+    /// Records a short-link exchange's endpoint outcome.
+    pub(super) fn endpoint_report(&mut self, now: Instant, r: EndpointReport) {
+        if let Some(t) = r.connect_time.filter(|_| r.ok) {
+            self.timeouts.on_connect_sample(t);
+            self.connect_rtt.sample(t);
+            self.failed_races = 0;
+        }
+        self.record_endpoint(now, r.addr, r.ok);
+        if r.ok {
+            // A working connection is a sign of connectivity.
+            self.replay_zombies(now);
+        }
+    }
+
     pub(super) fn short_finished(&mut self, now: Instant, id: TaskId, result: ExchangeResult) {
+        let (hedges, spent_connects) = self.end_hedging(now, id);
         // Safety net: the exchange closed its connections; drop stale entries.
         let left: Vec<ConnId> = self
             .conns
@@ -119,9 +162,10 @@ impl Engine {
             endpoint: result.endpoint,
             connect_time: result.connect_time,
             first_packet_after: result.first_packet_after,
-            connect_attempts: result.connect_attempts,
+            connect_attempts: result.connect_attempts + spent_connects,
             bytes_sent: result.bytes_sent,
             bytes_received: result.bytes_received,
+            hedges,
             error: result.outcome.as_ref().err().cloned(),
         };
         let cmd_id = e.task.cmd_id;

@@ -174,6 +174,13 @@ fn short_cfg(profile: Profile) -> Config {
     Config::for_profile(profile).short_link_ips([ip("10.0.0.1")], 80)
 }
 
+/// Stn without hedging, for tests about one exchange's own timers.
+fn unhedged(profile: Profile) -> Config {
+    let mut c = short_cfg(profile);
+    c.hedge = None;
+    c
+}
+
 fn short_task(body: &str) -> Task {
     Task::new(0, "/cgi", Bytes::copy_from_slice(body.as_bytes())).channel(Channel::Short)
 }
@@ -326,7 +333,7 @@ fn mars_retries_after_one_second_and_counts_attempts() {
 
 #[test]
 fn stn_retries_sooner_than_mars() {
-    let mut h = H::new(short_cfg(Profile::Stn));
+    let mut h = H::new(unhedged(Profile::Stn));
     let id = h.submit(short_task("x").retry_count(1));
     let (conn, _) = connects(&h.log)[0];
     h.ev(conn, ConnEvent::Connected);
@@ -1102,7 +1109,7 @@ fn rejected_identify_takes_the_link_down() {
 
 #[test]
 fn network_change_resets_dynamic_timeouts() {
-    let mut h = H::new(short_cfg(Profile::Stn));
+    let mut h = H::new(unhedged(Profile::Stn));
     let id = h.submit(short_task("x").retry_count(0));
     let (conn, _) = connects(&h.log)[0];
     h.ev(conn, ConnEvent::Connected);
@@ -1392,7 +1399,7 @@ fn end_verdict_ends_at_once_without_retry_or_parking() {
 
 #[test]
 fn session_timeout_deauths_gives_one_free_retry_and_redoes_running_authed_tasks() {
-    let mut h = H::new(short_cfg(Profile::Stn));
+    let mut h = H::new(unhedged(Profile::Stn));
     h.e.set_authed(h.now, true);
     h.drain();
     let src = h.submit(
@@ -1529,4 +1536,117 @@ fn a_judged_task_still_times_out_and_can_be_cancelled() {
     h.advance(secs(6));
     assert_eq!(h.outcome(slow), Err(TimeoutKind::Task.into()));
     assert!(!h.e.judge(h.now, slow, Verdict::Accept));
+}
+
+// ---------------------------------------------------------------- hedging ----
+
+#[test]
+fn a_silent_request_is_hedged_and_the_hedge_can_win() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(short_task("x"));
+    let (first, _) = connects(&h.log)[0];
+    h.now += ms(50);
+    h.ev(first, ConnEvent::Connected);
+    let sent = h.now;
+    // RTT hint 50 ms: 4 RTTs is under the 600 ms floor.
+    let a = h.advance(ms(599));
+    assert!(connects(&a).is_empty(), "no hedge yet: {a:?}");
+    let a = h.advance(ms(1));
+    let hedge = connects(&a);
+    assert_eq!(hedge.len(), 1, "hedge at send + 600 ms: {a:?}");
+    assert_eq!(h.now, sent + ms(600));
+    let a = h.ev(hedge[0].0, ConnEvent::Connected);
+    assert_eq!(sends(&a).len(), 1, "the same request again");
+    let a = h.ev(hedge[0].0, ConnEvent::Received(ok_http("via hedge")));
+    assert!(closes(&a).contains(&first), "the first exchange is stopped");
+    assert_eq!(h.outcome(id).expect("ok").body, &b"via hedge"[..]);
+    let r = h.reports(id);
+    assert_eq!(r.len(), 1, "one attempt");
+    assert_eq!((r[0].hedges, r[0].connect_attempts), (1, 2));
+    assert_eq!(h.e.open_connections(), 0);
+    // A late answer on the stopped connection is ignored.
+    assert!(h.ev(first, ConnEvent::Received(ok_http("late"))).is_empty());
+}
+
+#[test]
+fn the_first_exchange_still_wins_over_a_running_hedge() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(short_task("x"));
+    let (first, _) = connects(&h.log)[0];
+    h.ev(first, ConnEvent::Connected);
+    let a = h.advance(secs(1));
+    let hedge = connects(&a)[0].0;
+    let a = h.ev(first, ConnEvent::Received(ok_http("first")));
+    assert!(closes(&a).contains(&hedge));
+    assert_eq!(h.outcome(id).expect("ok").body, &b"first"[..]);
+    assert_eq!(h.reports(id)[0].hedges, 1);
+}
+
+#[test]
+fn a_hedge_takes_over_when_the_first_exchange_fails() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(short_task("x").retry_count(0));
+    let (first, _) = connects(&h.log)[0];
+    h.ev(first, ConnEvent::Connected);
+    let a = h.advance(secs(1));
+    let hedge = connects(&a)[0].0;
+    h.ev(hedge, ConnEvent::Connected);
+    // The first connection dies: no retry is used, the hedge carries on.
+    h.ev(first, ConnEvent::Closed(crate::io::CloseReason::Reset));
+    assert!(h.finished(id).is_empty());
+    h.ev(hedge, ConnEvent::Received(ok_http("saved")));
+    assert_eq!(h.outcome(id).expect("ok").body, &b"saved"[..]);
+    let done = h.log.iter().find_map(|a| match a {
+        Action::TaskFinished {
+            id: i, attempts, ..
+        } if *i == id => Some(*attempts),
+        _ => None,
+    });
+    assert_eq!(done, Some(1));
+}
+
+#[test]
+fn at_most_two_hedges_one_at_a_time() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    h.submit(short_task("x").total_timeout(secs(60)));
+    let (first, _) = connects(&h.log)[0];
+    h.ev(first, ConnEvent::Connected);
+    let mut hedges = Vec::new();
+    for _ in 0..40 {
+        let a = h.advance(ms(250));
+        for (c, _) in connects(&a) {
+            // Each hedge connects; its request then goes unanswered too.
+            h.ev(c, ConnEvent::Connected);
+            hedges.push(c);
+        }
+    }
+    assert_eq!(hedges.len(), 2, "{hedges:?}");
+    // A hedge that fails frees the slot for the next one, within the cap.
+    assert!(h.e.open_connections() <= 3);
+}
+
+#[test]
+fn no_hedge_after_a_response_byte_for_large_requests_or_under_mars() {
+    // A response has started: the transfer is under way.
+    let mut h = H::new(short_cfg(Profile::Stn));
+    h.submit(short_task("x"));
+    let (c, _) = connects(&h.log)[0];
+    h.ev(c, ConnEvent::Connected);
+    h.ev(
+        c,
+        ConnEvent::Received(Bytes::from_static(b"HTTP/1.1 200 OK\r\n")),
+    );
+    assert!(connects(&h.advance(secs(5))).is_empty());
+    // A large request.
+    let mut h = H::new(short_cfg(Profile::Stn));
+    h.submit(short_task(&"x".repeat(9 * 1024)));
+    let (c, _) = connects(&h.log)[0];
+    h.ev(c, ConnEvent::Connected);
+    assert!(connects(&h.advance(secs(5))).is_empty());
+    // Mars never hedges.
+    let mut h = H::new(short_cfg(Profile::Mars));
+    h.submit(short_task("x"));
+    let (c, _) = connects(&h.log)[0];
+    h.ev(c, ConnEvent::Connected);
+    assert!(connects(&h.advance(secs(5))).is_empty());
 }

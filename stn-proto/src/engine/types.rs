@@ -77,6 +77,9 @@ pub struct Report {
     pub bytes_sent: u64,
     /// Response bytes received.
     pub bytes_received: u64,
+    /// Hedged exchanges started for this attempt (short link, stn's
+    /// [`HedgePolicy`](super::HedgePolicy)): each sent the request once more.
+    pub hedges: u32,
     /// Why it failed; `None` for success.
     pub error: Option<Error>,
 }
