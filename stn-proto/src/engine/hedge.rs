@@ -1,27 +1,33 @@
-//! Hedged short-link requests (stn only): when a short-link attempt has sent
-//! its request and heard nothing back for a while, a second exchange — a
-//! fresh connection carrying the same request — runs beside it, and the
-//! first complete response wins.
-//!
-//! Why: under loss, most of a short-link call's time goes to exchanges stuck
-//! in TCP's exponential retransmission back-off (a lost request or response
-//! segment, then a lost retransmission, …), which only a per-attempt timeout
-//! of many seconds ends. A fresh connection does not inherit that back-off.
-//! Mars has nothing like it (its next attempt starts only after the
-//! first-packet timeout).
-//!
-//! Cost and limits: a hedge sends the request a second time, so the server
-//! may see it twice — as it already may with Mars's retries after a timeout
-//! (Mars apps make requests idempotent or deduplicate them). Only small
-//! requests are hedged ([`HedgePolicy::max_request_len`]), never once a
-//! response byte has arrived, at most [`HedgePolicy::max_hedges`] times per
-//! attempt and one at a time. A hedge is part of its attempt: it does not use
-//! a retry, pass the anti-avalanche limits again, or count against
-//! `max_in_flight_short`; the attempt's [`Report::hedges`] counts them.
+//! Hedged short-link requests (stn only); see [`HedgePolicy`].
 
 use super::*;
 
-/// When to hedge a short-link request. See the [module docs](self).
+/// Hedged short-link requests (stn only): when a short-link attempt has sent
+/// its request and heard nothing back for a while, a second exchange — a
+/// fresh connection carrying the same request — runs beside it, and the
+/// first complete response wins.
+///
+/// Why: under loss, most of a short-link call's time goes to exchanges stuck
+/// in TCP's exponential retransmission back-off (a lost request or response
+/// segment, then a lost retransmission, …), which only a per-attempt timeout
+/// of many seconds ends. A fresh connection does not inherit that back-off.
+/// Mars has nothing like it (its next attempt starts only after the
+/// first-packet timeout).
+///
+/// Cost and limits: a hedge sends the request a second time, so the server
+/// may see it twice — as it already may with Mars's retries after a timeout
+/// (Mars apps make requests idempotent or deduplicate them). Only small
+/// requests are hedged ([`HedgePolicy::max_request_len`]), never once a
+/// response byte has arrived, at most [`HedgePolicy::max_hedges`] times per
+/// attempt and one at a time. A hedge is part of its attempt: it does not use
+/// a retry, pass the anti-avalanche limits again, or count against
+/// `max_in_flight_short`; the attempt's [`Report::hedges`] counts them.
+/// Servers that cannot take a request twice: set [`Config::hedge`] to `None`.
+///
+/// Measured (`cargo run --release -p stn-sim -- bench`, seed 1, 500 calls,
+/// retry count 0): at 30 % loss each way stn's total fell from 534 s to
+/// 421 s on iOS TCP and from 470 s to 417 s on Linux TCP; at 70 % from
+/// 8469 s to 6126 s and 8929 s to 5907 s; clean 3G/2G unchanged.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HedgePolicy {
     /// A hedge starts `clamp(rtt_factor · rtt, min_delay, max_delay)` plus
