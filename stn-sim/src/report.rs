@@ -84,6 +84,8 @@ pub fn fidelity_section(runs: &[RunRecord]) -> String {
         }
         if out.is_empty() {
             out.push_str("## Fidelity: the published sensitivity tables against the model\n\n");
+            out.push_str(crate::bench::fidelity::WHY_FITTED);
+            out.push_str("\n\n");
         }
         out.push_str(&format!(
             "### {title}\n\n{}\n",
