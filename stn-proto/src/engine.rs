@@ -190,7 +190,7 @@ use crate::monitor::Activity;
 use crate::net::{IpAddr, NetworkKind, SocketAddr};
 use crate::rng::Rng;
 use crate::short_link::{
-    EndpointReport, ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts,
+    EndpointReport, ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts, KeptConn,
     ShortLinkExchange,
 };
 use crate::task::{Channel, ChannelStrategy, Task, TaskId};
@@ -208,6 +208,7 @@ mod config;
 mod hedge;
 mod judge;
 mod long;
+mod pool;
 mod short;
 mod types;
 
@@ -219,6 +220,7 @@ pub use config::{
     STN_MAX_ABANDONS,
 };
 pub use hedge::HedgePolicy;
+pub use pool::PoolConfig;
 pub use types::{Action, Input, JudgeRequest, LinkStatus, Report, SubmitError, Verdict};
 
 /// Most host names whose resolve answers are remembered.
@@ -301,6 +303,8 @@ struct Retry {
 enum Owner {
     Short(TaskId),
     Long,
+    /// An idle keep-alive connection in the pool.
+    Pool,
 }
 
 /// The top-level sans-IO machine. See the [module docs](self) for what it
@@ -318,6 +322,10 @@ pub struct Engine {
     short: BTreeMap<TaskId, ShortLinkExchange>,
     /// Hedging state of running short-link attempts ([`HedgePolicy`]).
     hedges: BTreeMap<TaskId, hedge::HedgeState>,
+    /// Idle keep-alive connections ([`PoolConfig`]).
+    pool: BTreeMap<ConnId, pool::Idle>,
+    /// The pool is off until then (after a stale reuse).
+    pool_off_until: Instant,
     conns: BTreeMap<ConnId, Owner>,
     history: EndpointHistory,
     timeouts: AdaptiveTimeouts,
@@ -372,6 +380,8 @@ impl Engine {
             queue: BTreeSet::new(),
             short: BTreeMap::new(),
             hedges: BTreeMap::new(),
+            pool: BTreeMap::new(),
+            pool_off_until: now,
             conns: BTreeMap::new(),
             history: EndpointHistory::new(config.ban.clone()),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
@@ -567,6 +577,8 @@ impl Engine {
         self.failed_races = 0;
         self.dns.clear();
         self.long_wants_connect = false;
+        // Mars clears the socket pool on a network change.
+        self.pool_clear();
         // Redo running attempts.
         let running: Vec<TaskId> = self
             .tasks
@@ -734,6 +746,7 @@ impl Engine {
         for id in ids {
             self.finish(id, Err(Error::Shutdown));
         }
+        self.pool.clear();
         let open: Vec<ConnId> = self.conns.keys().copied().collect();
         for conn in open {
             self.conns.remove(&conn);
@@ -780,6 +793,9 @@ impl Engine {
             if let Some(x) = ex.poll_timeout() {
                 t = t.min(x);
             }
+        }
+        if let Some(x) = self.pool_timeout() {
+            t = t.min(x);
         }
         for (id, h) in &self.hedges {
             if let Some(x) = h.running.as_ref().and_then(ShortLinkExchange::poll_timeout) {
@@ -1085,6 +1101,7 @@ impl Engine {
             self.pump_hedge(now, id);
         }
         self.start_due_hedges(now);
+        self.pool_expire(now);
         if let Some(long) = self.long.as_mut() {
             long.handle_timeout(now, &mut self.ids);
         }
@@ -1294,6 +1311,7 @@ impl Engine {
                 }
                 self.pump_long(now);
             }
+            Owner::Pool => self.pool_event(conn, &event),
         }
     }
 

@@ -119,8 +119,8 @@ use std::collections::{BTreeMap, VecDeque};
 use bytes::{Bytes, BytesMut};
 
 use crate::codec::http::{
-    encode_request, HttpError, HttpLimits, HttpResponse, Progress, RequestError, RequestHead,
-    ResponseParser,
+    encode_request, HttpError, HttpLimits, HttpResponse, HttpVersion, Progress, RequestError,
+    RequestHead, ResponseParser,
 };
 use crate::error::{DnsError, Error, ProtocolError, SocketError, TimeoutKind};
 use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
@@ -231,6 +231,25 @@ pub struct ExchangeResult {
     pub bytes_received: u64,
     /// Connection attempts started by the race.
     pub connect_attempts: u32,
+    /// The exchange ran on a pooled connection
+    /// ([`ShortLinkExchange::start_reused`]).
+    pub reused: bool,
+    /// The connection left open for reuse: the request asked for
+    /// `Connection: Keep-Alive`, the response was a 200 that allows it, and
+    /// nothing followed it. The caller now owns it (no `Close` was queued).
+    pub kept: Option<KeptConn>,
+}
+
+/// A connection an exchange left open for the next one (Mars's keep-alive
+/// socket pool, reference §6).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct KeptConn {
+    /// The connection.
+    pub conn: ConnId,
+    /// Its peer.
+    pub addr: SocketAddr,
+    /// How long the server keeps it idle (`Keep-Alive: timeout=N`), if it said.
+    pub idle_timeout: Option<Duration>,
 }
 
 /// What the caller must do; drain with [`ShortLinkExchange::poll_action`].
@@ -280,20 +299,20 @@ pub struct ShortLinkExchange {
     last_recv_at: Option<Instant>,
     bytes_sent: u64,
     bytes_received: u64,
+    /// The request asked for `Connection: Keep-Alive`.
+    keep_alive: bool,
+    /// Started on a pooled connection.
+    reused: bool,
+    /// The winner stays open for reuse (set on a complete, reusable response).
+    kept: Option<KeptConn>,
     finished: bool,
     actions: VecDeque<ExchangeAction>,
 }
 
 impl ShortLinkExchange {
-    /// Starts the attempt at `now`: the first `Connect` is queued at once
-    /// (unless the request is invalid, the deadline has passed or there are no
-    /// candidates, in which case `Finished` is queued instead).
-    pub fn start(
-        now: Instant,
-        cfg: &ExchangeConfig,
-        req: ExchangeRequest,
-        ids: &mut ConnIds,
-    ) -> Self {
+    /// The exchange before any connection: the request checked (an
+    /// invalid one or a passed deadline finishes it at once).
+    fn prepare(now: Instant, cfg: &ExchangeConfig, req: ExchangeRequest) -> Self {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
         let mut ex = ShortLinkExchange {
@@ -317,9 +336,15 @@ impl ShortLinkExchange {
             last_recv_at: None,
             bytes_sent: 0,
             bytes_received: 0,
+            keep_alive: false,
+            reused: false,
+            kept: None,
             finished: false,
             actions: VecDeque::new(),
         };
+        ex.keep_alive = ex.headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("keep-alive")
+        });
         // Reject a request that cannot be encoded before opening any socket.
         // Only an absent host depends on the winner, and `ip:port` is always
         // valid, so any address stands in for it here.
@@ -332,14 +357,51 @@ impl ShortLinkExchange {
             ex.finish(now, Err(Error::Timeout(TimeoutKind::Task)), None);
             return ex;
         }
-        ex.race = Some(Race::new(
-            now,
-            cfg.race,
-            req.candidates,
-            req.rtt_hint,
-            req.deadline,
-        ));
+        ex
+    }
+
+    /// Starts the attempt at `now`: the first `Connect` is queued at once
+    /// (unless the request is invalid, the deadline has passed or there are no
+    /// candidates, in which case `Finished` is queued instead).
+    pub fn start(
+        now: Instant,
+        cfg: &ExchangeConfig,
+        req: ExchangeRequest,
+        ids: &mut ConnIds,
+    ) -> Self {
+        let mut req = req;
+        let candidates = std::mem::take(&mut req.candidates);
+        let (rtt_hint, deadline) = (req.rtt_hint, req.deadline);
+        let mut ex = ShortLinkExchange::prepare(now, cfg, req);
+        if ex.finished {
+            return ex;
+        }
+        let now = ex.clock.latest();
+        ex.race = Some(Race::new(now, cfg.race, candidates, rtt_hint, deadline));
         ex.drain_race(now, ids);
+        ex.expire(now);
+        ex
+    }
+
+    /// Starts the attempt on `conn`, an open connection to `addr` kept by an
+    /// earlier exchange ([`ExchangeResult::kept`]): no race, the request is
+    /// sent at once. Everything else is as for [`start`](Self::start); a
+    /// failure is counted against `addr` like any post-connect failure.
+    pub fn start_reused(
+        now: Instant,
+        cfg: &ExchangeConfig,
+        req: ExchangeRequest,
+        conn: ConnId,
+        addr: SocketAddr,
+    ) -> Self {
+        let mut ex = ShortLinkExchange::prepare(now, cfg, req);
+        if ex.finished {
+            return ex;
+        }
+        ex.reused = true;
+        let now = ex.clock.latest();
+        ex.conns.insert(conn, ConnState::Open);
+        ex.send_on(now, conn, addr, None);
         ex.expire(now);
         ex
     }
@@ -614,8 +676,19 @@ impl ShortLinkExchange {
             return;
         };
         self.conns.insert(conn, ConnState::Open);
+        self.send_on(now, conn, addr, Some(connect_time));
+    }
+
+    /// Sends the request on `conn` (open); the timers start now.
+    fn send_on(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        addr: SocketAddr,
+        connect_time: Option<Duration>,
+    ) {
         self.winner = Some((conn, addr));
-        self.connect_time = Some(connect_time);
+        self.connect_time = connect_time;
         match self.encode(addr) {
             Ok(data) => {
                 self.bytes_sent = data.len() as u64;
@@ -643,7 +716,10 @@ impl ShortLinkExchange {
         };
         match parser.feed(data) {
             Ok(Progress::Partial | Progress::AfterEnd) => {}
-            Ok(Progress::Complete(response)) => self.complete(now, response),
+            Ok(Progress::Complete(response)) => {
+                let trailing = parser.excess_len() > 0;
+                self.complete(now, response, trailing);
+            }
             Err(e) => self.fail_on_winner(now, http_error(e)),
         }
     }
@@ -652,7 +728,8 @@ impl ShortLinkExchange {
         let error = match reason {
             CloseReason::Eof => match self.parser.as_mut().map(ResponseParser::finish_eof) {
                 // A close-delimited body, when the limits accept one.
-                Some(Ok(response)) => return self.complete(now, response),
+                // The peer closed: nothing to keep.
+                Some(Ok(response)) => return self.complete(now, response, true),
                 Some(Err(e)) => http_error(e),
                 None => Error::Socket(SocketError::ClosedByPeer),
             },
@@ -661,8 +738,19 @@ impl ShortLinkExchange {
         self.fail_on_winner(now, error);
     }
 
-    fn complete(&mut self, now: Instant, response: HttpResponse) {
+    fn complete(&mut self, now: Instant, response: HttpResponse, trailing: bool) {
         if response.status == 200 {
+            if self.keep_alive && !trailing && reusable(&response) {
+                if let Some((conn, addr)) = self.winner {
+                    self.kept = Some(KeptConn {
+                        conn,
+                        addr,
+                        idle_timeout: keep_alive_timeout(&response),
+                    });
+                    // Ours no more: `finish` must not close it.
+                    self.conns.insert(conn, ConnState::Gone);
+                }
+            }
             let report = self.winner_report(None);
             self.finish(now, Ok(response), report);
         } else {
@@ -736,6 +824,8 @@ impl ShortLinkExchange {
             bytes_sent: self.bytes_sent,
             bytes_received: self.bytes_received,
             connect_attempts: self.race.as_ref().map_or(0, Race::attempts_started),
+            reused: self.reused,
+            kept: self.kept.take(),
         };
         self.actions.push_back(ExchangeAction::Finished(result));
         // The parser's buffers are of no further use.
@@ -749,6 +839,34 @@ impl ShortLinkExchange {
         encode_request(&head, &self.body, &mut out).map_err(request_error)?;
         Ok(out.freeze())
     }
+}
+
+/// Whether a response lets its connection carry another request: HTTP/1.1
+/// unless it says `Connection: close`, HTTP/1.0 only if it says keep-alive.
+fn reusable(response: &HttpResponse) -> bool {
+    let connection = response.header("connection").map(str::trim);
+    let says = |token: &str| {
+        connection.is_some_and(|c| c.split(',').any(|t| t.trim().eq_ignore_ascii_case(token)))
+    };
+    match response.version {
+        HttpVersion::Http11 => !says("close"),
+        HttpVersion::Http10 => says("keep-alive"),
+    }
+}
+
+/// The idle timeout from a `Keep-Alive: timeout=N` header.
+fn keep_alive_timeout(response: &HttpResponse) -> Option<Duration> {
+    let value = response.header("keep-alive")?;
+    value.split(',').find_map(|part| {
+        let (k, v) = part.split_once('=')?;
+        if !k.trim().eq_ignore_ascii_case("timeout") {
+            return None;
+        }
+        v.trim()
+            .parse::<u32>()
+            .ok()
+            .map(|n| Duration::from_secs(u64::from(n)))
+    })
 }
 
 /// A request that cannot be encoded is an invalid task.

@@ -227,8 +227,9 @@ impl World {
         assert!(self.e.short_in_flight() <= self.config.max_in_flight_short);
         assert!(self.e.long_in_flight() <= self.config.long.max_in_flight_tasks);
         // Each short attempt races at most 3 connections, and so does its
-        // hedge (stn) beside its first exchange's connection; the long link 3.
-        assert!(self.e.open_connections() <= self.e.short_in_flight() * 7 + 3);
+        // hedge (stn) beside its first exchange's connection; the long link
+        // 3; the keep-alive pool holds at most 5 idle ones.
+        assert!(self.e.open_connections() <= self.e.short_in_flight() * 7 + 3 + 5);
         assert_eq!(self.e.open_connections(), self.open.len());
         if let Some(l) = self.e.long.as_ref() {
             assert!(l.decoder_buffered_len() <= 20 + 64 + CodecConfig::default().max_body_len);
@@ -407,8 +408,9 @@ impl World {
 
     /// Submits a task built from small numbers: `channel` (short, long,
     /// both), priority, retry count, flags (bit 0 total timeout from the
-    /// high bits, 1 network-sensitive, 4 own host, 5 needs auth, 6 send-only,
-    /// 7 long-polling) and a body size class.
+    /// high bits, 1 network-sensitive, 3 judged, 4 own host, 5 needs auth,
+    /// 6 send-only, 7 long-polling) and `body` (bits 0–1 a size class, bit 0
+    /// also the Fast strategy, bit 2 `Connection: Keep-Alive`).
     pub(crate) fn submit(
         &mut self,
         channel: u8,
@@ -418,6 +420,7 @@ impl World {
         body: u8,
     ) {
         let channel = channel % 3;
+        let keep_alive = body & 4 != 0;
         let body = body % 4;
         let mut t = Task::new(
             if channel == 0 {
@@ -457,6 +460,9 @@ impl World {
         }
         if flags & 0x08 != 0 {
             t = t.judge(true);
+        }
+        if keep_alive {
+            t = t.header("Connection", "Keep-Alive");
         }
         if flags & 0x10 != 0 && channel != 1 {
             // A task naming its own host: resolved per task.

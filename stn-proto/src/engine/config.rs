@@ -155,6 +155,10 @@ pub struct Config {
     /// Hedged short-link requests ([`HedgePolicy`](super::HedgePolicy);
     /// Mars: none).
     pub hedge: Option<super::HedgePolicy>,
+    /// The short link's keep-alive socket pool, for tasks that send
+    /// `Connection: Keep-Alive` ([`PoolConfig`](super::PoolConfig); `None`:
+    /// every exchange closes its connection).
+    pub socket_pool: Option<super::PoolConfig>,
     /// The network at start.
     pub network: NetworkKind,
     /// Whether the app is in the foreground at start.
@@ -235,6 +239,7 @@ impl Config {
             max_queued_tasks: 1024,
             max_in_flight_short: usize::MAX,
             hedge: None,
+            socket_pool: Some(super::PoolConfig::for_profile(profile)),
             network: NetworkKind::Wifi,
             foreground: true,
         };

@@ -56,7 +56,18 @@ impl Engine {
             };
             self.hedges.insert(id, state);
         }
-        let ex = ShortLinkExchange::start(now, &self.config.exchange, req, &mut self.ids);
+        let pooled = if e.task.headers.is_empty() || !pool::wants_keep_alive(&e.task) {
+            None
+        } else {
+            self.pool_take(now, &req.candidates)
+        };
+        let ex = match pooled {
+            Some((conn, addr)) => {
+                self.conns.insert(conn, Owner::Short(id));
+                ShortLinkExchange::start_reused(now, &self.config.exchange, req, conn, addr)
+            }
+            None => ShortLinkExchange::start(now, &self.config.exchange, req, &mut self.ids),
+        };
         if let Some(e) = self.tasks.get_mut(&id) {
             e.state = State::Short;
             e.attempts += 1;
@@ -136,6 +147,9 @@ impl Engine {
     }
 
     pub(super) fn short_finished(&mut self, now: Instant, id: TaskId, result: ExchangeResult) {
+        if let Some(kept) = result.kept {
+            self.pool_put(now, kept);
+        }
         let (hedges, spent_connects) = self.end_hedging(now, id);
         // Safety net: the exchange closed its connections; drop stale entries.
         let left: Vec<ConnId> = self
@@ -193,6 +207,25 @@ impl Engine {
                     // The addresses did not work: ask again next time.
                     let hosts = self.short_hosts(id);
                     self.forget_hosts(&hosts);
+                }
+                let stale = result.reused
+                    && result.first_packet_after.is_none()
+                    && !matches!(error, Error::Timeout(TimeoutKind::Task) | Error::Cancelled);
+                if let Some(cfg) = self.config.socket_pool.filter(|_| stale) {
+                    // The pooled connection was dead: Mars turns the pool off.
+                    self.pool_off_until = now + cfg.disable_after_stale;
+                    self.pool_clear();
+                    if cfg.free_retry_on_stale {
+                        self.actions.push_back(Action::Report(report));
+                        let how = Retry {
+                            channel: Channel::Short,
+                            retryable: true,
+                            free: true,
+                            delay: Some(Duration::ZERO),
+                        };
+                        self.retry_or_end(now, id, error, how);
+                        return;
+                    }
                 }
                 if error == Error::Timeout(TimeoutKind::Task) {
                     if let Some(e) = self.tasks.get_mut(&id) {

@@ -1650,3 +1650,108 @@ fn no_hedge_after_a_response_byte_for_large_requests_or_under_mars() {
     h.ev(c, ConnEvent::Connected);
     assert!(connects(&h.advance(secs(5))).is_empty());
 }
+
+// ------------------------------------------------------------ socket pool ----
+
+fn keep_alive_task(body: &str) -> Task {
+    short_task(body).header("Connection", "Keep-Alive")
+}
+
+/// Runs one keep-alive task on a fresh connection; returns the connection.
+fn pooled_conn(h: &mut H) -> ConnId {
+    let id = h.submit(keep_alive_task("a"));
+    let (conn, _) = *connects(&h.log).last().expect("connect");
+    h.ev(conn, ConnEvent::Connected);
+    let a = h.ev(conn, ConnEvent::Received(ok_http("one")));
+    assert!(!closes(&a).contains(&conn), "kept for reuse: {a:?}");
+    assert!(h.outcome(id).is_ok());
+    conn
+}
+
+#[test]
+fn keep_alive_tasks_reuse_the_connection() {
+    let mut h = H::new(short_cfg(Profile::Mars));
+    let conn = pooled_conn(&mut h);
+    assert_eq!(h.e.open_connections(), 1);
+    let before = connects(&h.log).len();
+    let id = h.submit(keep_alive_task("b"));
+    assert_eq!(connects(&h.log).len(), before, "no new connect");
+    let s = sends(&h.log);
+    assert_eq!(
+        s.last().map(|(c, _)| *c),
+        Some(conn),
+        "sent on the pooled connection"
+    );
+    h.ev(conn, ConnEvent::Received(ok_http("two")));
+    assert_eq!(h.outcome(id).expect("ok").body, &b"two"[..]);
+    let r = h.reports(id);
+    assert_eq!((r[0].connect_attempts, r[0].connect_time), (0, None));
+    // A task without the header does not use (or fill) the pool.
+    let plain = h.submit(short_task("c"));
+    let (fresh, _) = *connects(&h.log).last().expect("connect");
+    assert_ne!(fresh, conn);
+    serve_short(&mut h, fresh, "three");
+    assert!(h.outcome(plain).is_ok());
+    assert!(closes(&h.log).contains(&fresh));
+}
+
+#[test]
+fn a_closing_response_is_not_pooled() {
+    let mut h = H::new(short_cfg(Profile::Mars));
+    h.submit(keep_alive_task("a"));
+    let (conn, _) = connects(&h.log)[0];
+    h.ev(conn, ConnEvent::Connected);
+    let reply = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 1\r\n\r\nx";
+    let a = h.ev(conn, ConnEvent::Received(Bytes::from(reply)));
+    assert!(closes(&a).contains(&conn));
+    assert_eq!(h.e.open_connections(), 0);
+}
+
+#[test]
+fn idle_connections_expire_and_die_with_their_peer_or_the_network() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    h.submit(keep_alive_task("a"));
+    let (conn, _) = connects(&h.log)[0];
+    h.ev(conn, ConnEvent::Connected);
+    let reply = "HTTP/1.1 200 OK\r\nKeep-Alive: timeout=2, max=100\r\nContent-Length: 1\r\n\r\nx";
+    h.ev(conn, ConnEvent::Received(Bytes::from(reply)));
+    assert_eq!(h.e.open_connections(), 1);
+    let a = h.advance(secs(2));
+    assert_eq!(
+        closes(&a),
+        vec![conn],
+        "closed at the server's idle timeout"
+    );
+    // Closed by the peer while idle: forgotten, the next task connects.
+    let conn = pooled_conn(&mut h);
+    assert!(h
+        .ev(conn, ConnEvent::Closed(crate::io::CloseReason::Eof))
+        .is_empty());
+    assert_eq!(h.e.open_connections(), 0);
+    // A network change closes idle connections.
+    let conn = pooled_conn(&mut h);
+    h.e.network_changed(h.now, NetworkKind::Mobile);
+    assert!(closes(&h.drain()).contains(&conn));
+}
+
+#[test]
+fn a_stale_pooled_connection_is_redone_at_once_and_turns_the_pool_off() {
+    for profile in [Profile::Stn, Profile::Mars] {
+        let mut h = H::new(short_cfg(profile));
+        let conn = pooled_conn(&mut h);
+        let id = h.submit(keep_alive_task("b").retry_count(0));
+        // The server had closed it: reset before any response byte.
+        let a = h.ev(conn, ConnEvent::Closed(crate::io::CloseReason::Reset));
+        if profile == Profile::Stn {
+            // Redone at once on a fresh connection, no retry used.
+            let (fresh, _) = connects(&a)[0];
+            serve_short(&mut h, fresh, "ok");
+            assert!(h.outcome(id).is_ok());
+            // The pool is off now: the fresh connection is closed, not kept.
+            assert!(closes(&h.log).contains(&fresh));
+        } else {
+            // Mars: the attempt failed, and there was no retry left.
+            assert!(h.outcome(id).is_err());
+        }
+    }
+}

@@ -241,6 +241,9 @@ pub fn engine_client(variant: &EngineVariant, platform: Platform, spec: &RunSpec
     );
     cfg.engine.seed = Rng::derive(spec.seed, 0xE6).next_u64();
     cfg.retry_count = spec.retry_count;
+    // Against a keep-alive server the app asks for keep-alive (Mars's socket
+    // pool); the published harness's server closed every connection.
+    cfg.keep_alive = spec.keep_alive_server;
     if *variant == EngineVariant::StnTuned {
         stn_tuned_config(&mut cfg.engine);
     }

@@ -59,6 +59,10 @@ pub struct StnClientConfig {
     pub cmd_id: u32,
     /// The TCP stack the client host runs (for the SYN count).
     pub stack: TcpStack,
+    /// Tasks send `Connection: Keep-Alive`, so the engine's socket pool
+    /// reuses short-link connections (how stn is meant to be used against a
+    /// keep-alive server; the published harness sent none).
+    pub keep_alive: bool,
 }
 
 impl StnClientConfig {
@@ -102,6 +106,7 @@ impl StnClientConfig {
             retry_count: Some(0),
             cmd_id: 8,
             stack,
+            keep_alive: false,
         }
     }
 }
@@ -415,6 +420,9 @@ impl CallClient for StnClient {
             .user_tag(id.0);
         if let Some(r) = self.cfg.retry_count {
             task = task.retry_count(r);
+        }
+        if self.cfg.keep_alive {
+            task = task.header("Connection", "Keep-Alive");
         }
         let connects = self.connects;
         match self.engine_mut(now).submit(now, task) {

@@ -82,7 +82,7 @@ fn conn_op() -> impl Strategy<Value = ConnOp> {
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (0u8..3, 0u8..6, proptest::option::of(0u8..3), any::<u8>(), 0u8..4).prop_map(
+        6 => (0u8..3, 0u8..6, proptest::option::of(0u8..3), any::<u8>(), 0u8..8).prop_map(
             |(channel, priority, retries, flags, body)| Op::Submit {
                 channel,
                 priority,
