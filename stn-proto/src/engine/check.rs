@@ -205,8 +205,16 @@ impl World {
         assert!(self.e.task_count() <= self.config.max_queued_tasks);
         assert!(self.e.short_in_flight() <= self.config.max_in_flight_short);
         assert!(self.e.long_in_flight() <= self.config.long.max_in_flight_tasks);
-        // Each short attempt races at most 3 connections; the long link too.
-        assert!(self.e.open_connections() <= self.e.short_in_flight() * 3 + 3);
+        // Each short attempt races at most `max_in_flight` connections plus
+        // its floor's (stn: 3 + 3); the long link too.
+        let per_race = |r: &crate::race::RaceConfig| {
+            r.max_in_flight.max(1) + r.floor.map_or(0, |f| f.max_open.max(1))
+        };
+        assert!(
+            self.e.open_connections()
+                <= self.e.short_in_flight() * per_race(&self.config.exchange.race)
+                    + per_race(&self.config.long.race)
+        );
         assert_eq!(self.e.open_connections(), self.open.len());
         if let Some(l) = self.e.long.as_ref() {
             assert!(l.decoder_buffered_len() <= 20 + 64 + CodecConfig::default().max_body_len);
