@@ -80,15 +80,22 @@
 //!   the start (outside the slots; it does not move the stagger). A floor
 //!   attempt in a slot is not closed at its abandon time: it gives its slot
 //!   to a fresh attempt and stays open as a passive probe. Passive attempts
-//!   can win like any other. Consequence: while nothing answers, every
-//!   attempt a [`Profile::Mars`] race would have open at an instant, this
-//!   race has open too, started at the same instant (candidates taken from
-//!   the same round-robin, so with distinct addresses the floor's addresses
-//!   can differ from Mars's), so the OS sends a SYN at every instant Mars's
-//!   would, whatever its retransmission schedule; stn's fresh attempts come
-//!   on top (pinned in the tests against a model of both races). The cost is
-//!   sockets: at most `max_in_flight` + 3 = 6 open at once (Mars: 3), and
-//!   only while a race lasts beyond the first abandon time.
+//!   can win like any other. Consequence: while nothing answers, up to this
+//!   race's deadline, every attempt a [`Profile::Mars`] race would have open
+//!   at an instant, this race has open too, started at the same instant
+//!   (candidates come from the one round-robin, so with distinct addresses
+//!   the floor's can differ from Mars's), so the OS sends a SYN at every
+//!   instant Mars's would, whatever its retransmission schedule; stn's fresh
+//!   attempts come on top (pinned in the tests: a Mars-profile race and this
+//!   one, both unanswered, compared attempt by attempt and, under the xnu and
+//!   Linux SYN schedules, SYN by SYN). Mars sends no SYN after 19.5 s in a
+//!   race of up to 5 candidates (its last is 7 s after its last start at
+//!   12.5 s), so the 20 s cap loses none. The cost is sockets: at most
+//!   `max_in_flight` + 3 = 6 open at once (Mars: 3), and only while a race
+//!   lasts beyond the first abandon time. A passive attempt that wins
+//!   reports its connect time from its own start, seconds that include
+//!   retransmitted SYNs: a caller that takes connect times as RTT samples
+//!   should skip those (Karn's rule), or its RTT estimate grows.
 //! - **Round-robin**: after one pass over the candidates the race goes round
 //!   again (a 1-address list still gets fresh attempts) until its overall
 //!   deadline: the caller's deadline or 20 s after the start, whichever is
