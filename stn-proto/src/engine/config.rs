@@ -12,7 +12,7 @@ use crate::long_link::LongLinkConfig;
 
 /// Abandonments allowed per race under [`Profile::Stn`] (see
 /// [`Config::for_profile`]); the attempt rate stays bounded by 3 slots per
-/// at least 1.1 s.
+/// at least 1.1 s, plus at most one floor attempt per 2.5 s.
 pub const STN_MAX_ABANDONS: u32 = 1000;
 
 /// Where the short link connects (Mars `SetShortlinkSvrAddr`, `SetBackupIPs`,
