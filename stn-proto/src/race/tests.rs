@@ -389,6 +389,59 @@ fn stn_abandons_lost_syns_and_refreshes_a_single_address() {
 }
 
 #[test]
+fn stn_passive_attempts_win_and_fail_outside_the_slots() {
+    // RTT 200 ms: stagger 450 ms, abandon after 1.3 s; attempt 0 turns
+    // passive at 1.3 s and attempt 3 takes its slot.
+    let start = |cands: &[u8]| {
+        let mut r = race(Profile::Stn, cands, Some(200), None);
+        for t in [450, 900, 1300] {
+            r.handle_timeout(ms(t));
+        }
+        assert_eq!(drain(&mut r).len(), 4);
+        assert_eq!((r.in_flight(), r.active()), (4, 3));
+        r
+    };
+    // The passive attempt's failure frees no slot: nothing starts early.
+    let mut r = start(&[1, 2]);
+    assert_eq!(r.poll_timeout(), Some(ms(1750)));
+    r.handle_failed(ms(1400), id(0), ConnectError::Reset);
+    assert_eq!(
+        drain(&mut r),
+        vec![report(0, 1, R::Failed(ConnectError::Reset))]
+    );
+    assert_eq!((r.in_flight(), r.active()), (3, 3));
+    assert_eq!(r.poll_timeout(), Some(ms(1750)));
+    // At 1.75 s attempt 1 is abandoned; the reset address is skipped from
+    // now on.
+    r.handle_timeout(ms(1750));
+    assert_eq!(
+        drain(&mut r),
+        vec![cancel(1, 2), report(1, 2, R::Abandoned), connect(4, 2)]
+    );
+    // A passive attempt that connects wins; every other one is closed.
+    let mut r = start(&[1]);
+    r.handle_connected(ms(2000), id(0));
+    let connect_time = Duration::from_secs(2);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(0, 1, R::Connected { connect_time }),
+            cancel(1, 1),
+            report(1, 1, R::Lost),
+            cancel(2, 1),
+            report(2, 1, R::Lost),
+            cancel(3, 1),
+            report(3, 1, R::Lost),
+            A::Won {
+                attempt: id(0),
+                addr: addr(1),
+                connect_time
+            },
+        ]
+    );
+}
+
+#[test]
 fn stn_abandon_without_rtt_and_bounded_abandons() {
     // No RTT: 250 ms stagger, abandon after 1.6 s; a path whose real RTT is far
     // longer than assumed stops being abandoned after 6 abandonments.
