@@ -18,8 +18,8 @@
 //! 3. Each attempt has its own deadline, `attempt_timeout` after its start; when
 //!    it passes the attempt is closed ([`RaceAction::Cancel`]) and counts as a
 //!    failure with [`ConnectError::AttemptTimeout`]. Any failure frees a slot.
-//! 4. The first attempt to connect wins; every other attempt still in flight is
-//!    cancelled. Under the Mars profiles, losers started earlier than the winner
+//! 4. The first attempt to connect wins; every other attempt still in flight
+//!    (under stn, passive ones too) is cancelled. Under the Mars profiles, losers started earlier than the winner
 //!    are reported as `ETIMEDOUT` ([`ConnectError::TimedOut`]) and later ones are
 //!    not reported, as Mars does.
 //! 5. When nothing is in flight and no attempt may start any more, the race
@@ -63,7 +63,39 @@
 //!   have arrived. An attempt is only abandoned when a replacement may start, and
 //!   after 6 abandonments in one race no more are abandoned, so an RTT hint
 //!   that is far too small (the path got slower) costs a few seconds instead of
-//!   a livelock of attempts that never live long enough to connect.
+//!   a livelock of attempts that never live long enough to connect. (Floor
+//!   attempts, below, are never abandoned, so they also connect on such a
+//!   path.)
+//! - **Mars's schedule as a floor** ([`ProbeFloor`]): abandoning alone closes
+//!   sockets the OS would have kept retransmitting, so stn's SYNs land off the
+//!   instants where Mars's land — and after an outage that ends at one of
+//!   Mars's instants, Mars's next SYN went out before stn's (stn-sim
+//!   sensitivity suite: up to 0.4 s behind). So stn runs Mars's own rule 2 and
+//!   3 underneath, with Mars's constants: a *floor attempt* starts at the race
+//!   start and then whenever 2.5 s have passed since the last floor start and
+//!   fewer than 3 floor attempts are open, and each lives its full 10 s
+//!   attempt timeout. The race's first attempt is both the first floor attempt
+//!   and the first slot attempt; a later floor start takes a slot only if a
+//!   slot start is due at that very instant, otherwise it is *passive* from
+//!   the start (outside the slots; it does not move the stagger). A floor
+//!   attempt in a slot is not closed at its abandon time: it gives its slot
+//!   to a fresh attempt and stays open as a passive probe. Passive attempts
+//!   can win like any other. Consequence: while nothing answers, up to this
+//!   race's deadline, every attempt a [`Profile::Mars`] race would have open
+//!   at an instant, this race has open too, started at the same instant
+//!   (candidates come from the one round-robin, so with distinct addresses
+//!   the floor's can differ from Mars's), so the OS sends a SYN at every
+//!   instant Mars's would, whatever its retransmission schedule; stn's fresh
+//!   attempts come on top (pinned in the tests: a Mars-profile race and this
+//!   one, both unanswered, compared attempt by attempt and, under the xnu and
+//!   Linux SYN schedules, SYN by SYN). Mars sends no SYN after 19.5 s in a
+//!   race of up to 5 candidates (its last is 7 s after its last start at
+//!   12.5 s), so the 20 s cap loses none. The cost is sockets: at most
+//!   `max_in_flight` + 3 = 6 open at once (Mars: 3), and only while a race
+//!   lasts beyond the first abandon time. A passive attempt that wins
+//!   reports its connect time from its own start, seconds that include
+//!   retransmitted SYNs: a caller that takes connect times as RTT samples
+//!   should skip those (Karn's rule), or its RTT estimate grows.
 //! - **Round-robin**: after one pass over the candidates the race goes round
 //!   again (a 1-address list still gets fresh attempts) until its overall
 //!   deadline: the caller's deadline or 20 s after the start, whichever is
@@ -86,9 +118,13 @@
 //!   losers can ban a good address whose one SYN was lost). The ban module
 //!   decides what, if anything, to record.
 //!
-//! When the overall deadline passes, every attempt in flight is cancelled and
-//! reported as failed with [`ConnectError::AttemptTimeout`], and the race fails
-//! with [`FailReason::Deadline`]. The deadline applies to every profile.
+//! When the overall deadline passes, every attempt in flight (passive ones
+//! included) is cancelled and reported as failed with
+//! [`ConnectError::AttemptTimeout`], and the race fails with
+//! [`FailReason::Deadline`]. The deadline applies to every profile. (The
+//! engine's short link gives its races no 20 s cap of their own under stn,
+//! only the task's deadline; see
+//! [`Config::for_profile`](crate::engine::Config::for_profile).)
 //!
 //! # Example
 //!
@@ -246,6 +282,44 @@ impl AbandonPolicy {
     }
 }
 
+/// Mars's attempt schedule, kept under stn's own as a floor (stn only; see
+/// the module docs for why).
+///
+/// A *floor attempt* starts when the race starts, then whenever `stagger` has
+/// passed since the last floor start and fewer than `max_open` floor attempts
+/// are open — Mars's rule 2 with Mars's constants. A floor attempt is never
+/// abandoned: at its abandon time it gives its slot to a fresh attempt but
+/// keeps its socket open (a *passive probe*, so the OS keeps retransmitting
+/// its SYN) until its own deadline, a win or the end of the race.
+///
+/// ```
+/// use stn_proto::race::{ProbeFloor, RaceConfig};
+/// use stn_proto::time::Duration;
+/// use stn_proto::Profile;
+/// let f = ProbeFloor::default();
+/// let mars = RaceConfig::for_profile(Profile::Mars);
+/// assert_eq!((f.stagger, f.max_open), (mars.stagger, mars.max_in_flight));
+/// assert_eq!(f.stagger, Duration::from_millis(2500));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeFloor {
+    /// Minimum time between two floor starts (Mars "interval").
+    pub stagger: Duration,
+    /// Most floor attempts open at once (Mars `max_connect`; 0 is treated
+    /// as 1).
+    pub max_open: usize,
+}
+
+impl Default for ProbeFloor {
+    /// Today's Mars ([`Profile::Mars`]): 2.5 s, 3 open.
+    fn default() -> Self {
+        ProbeFloor {
+            stagger: Duration::from_millis(2500),
+            max_open: 3,
+        }
+    }
+}
+
 /// What to report about attempts still connecting when another one wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LoserReports {
@@ -273,6 +347,10 @@ pub struct RaceConfig {
     pub adaptive_stagger: Option<AdaptiveStagger>,
     /// Abandon attempts whose SYNs look lost (stn).
     pub abandon: Option<AbandonPolicy>,
+    /// Keep Mars's attempt schedule as a floor under this one (stn). Floor
+    /// attempts may open up to `floor.max_open` sockets beyond
+    /// `max_in_flight`.
+    pub floor: Option<ProbeFloor>,
     /// Passes over the candidate list. `None`: go round until the overall
     /// deadline; with no deadline at all, one pass. `Some(0)` counts as 1.
     pub max_rounds: Option<u32>,
@@ -286,13 +364,15 @@ pub struct RaceConfig {
 impl RaceConfig {
     /// The constants of a profile:
     ///
-    /// | | stagger | error stagger | in flight | attempt timeout | rounds | overall |
-    /// |---|---|---|---|---|---|---|
-    /// | `Mars2017` | 4 s | 4 s | 3 | 10 s | 1 | caller's |
-    /// | `Mars` | 2.5 s | 2.5 s | 3 | 10 s | 1 | caller's |
-    /// | `Stn` | adaptive, 250 ms without RTT | 0 | 3 | 10 s | until deadline | 20 s |
+    /// | | stagger | error stagger | in flight | attempt timeout | abandon | floor | rounds | overall |
+    /// |---|---|---|---|---|---|---|---|---|
+    /// | `Mars2017` | 4 s | 4 s | 3 | 10 s | no | no | 1 | caller's |
+    /// | `Mars` | 2.5 s | 2.5 s | 3 | 10 s | no | no | 1 | caller's |
+    /// | `Stn` | adaptive, 250 ms without RTT | 0 | 3 (+ 3 floor) | 10 s | [`AbandonPolicy`] | 2.5 s, 3 open | until deadline | 20 s |
     ///
-    /// `Stn` also abandons attempts whose SYNs look lost ([`AbandonPolicy`]).
+    /// Under `Stn` at most 6 sockets are open at once: 3 attempts in their
+    /// slots plus up to 3 floor attempts ([`ProbeFloor`]) kept open as
+    /// passive probes; Mars opens at most 3.
     pub fn for_profile(p: Profile) -> Self {
         let mars = |interval: Duration| RaceConfig {
             stagger: interval,
@@ -301,6 +381,7 @@ impl RaceConfig {
             attempt_timeout: Duration::from_secs(10),
             adaptive_stagger: None,
             abandon: None,
+            floor: None,
             max_rounds: Some(1),
             overall_timeout: None,
             loser_reports: LoserReports::MarsLowerIndexTimedOut,
@@ -315,6 +396,7 @@ impl RaceConfig {
                 attempt_timeout: Duration::from_secs(10),
                 adaptive_stagger: Some(AdaptiveStagger::default()),
                 abandon: Some(AbandonPolicy::default()),
+                floor: Some(ProbeFloor::default()),
                 max_rounds: None,
                 overall_timeout: Some(Duration::from_secs(20)),
                 loser_reports: LoserReports::AllLost,
@@ -450,8 +532,15 @@ pub struct AttemptStats {
     pub started: Instant,
     /// Its own deadline.
     pub deadline: Instant,
-    /// When it is to be abandoned, if the abandon rule applies.
+    /// When it is to be abandoned (or, for a floor attempt, to give up its
+    /// slot), if the abandon rule applies.
     pub abandon_at: Option<Instant>,
+    /// It started at a floor instant ([`ProbeFloor`]): it is never
+    /// abandoned, only made passive.
+    pub floor: bool,
+    /// When it gave its slot to a fresh attempt while keeping its socket
+    /// open (floor attempts only). A passive attempt can still win.
+    pub passive_since: Option<Instant>,
     /// When it ended, if it has.
     pub ended: Option<Instant>,
     /// Where it stands.
@@ -483,6 +572,8 @@ pub struct Race {
     /// Position in the (round, candidate) sequence of the next start.
     cursor: u64,
     last_start: Option<Instant>,
+    /// The last start of a floor attempt.
+    last_floor_start: Option<Instant>,
     /// The most recent event (start or failure) was a failure.
     last_event_failed: bool,
     last_error: Option<ConnectError>,
@@ -530,6 +621,7 @@ impl Race {
             attempts: Vec::new(),
             cursor: 0,
             last_start: None,
+            last_floor_start: None,
             last_event_failed: false,
             last_error: None,
             hard_failed: BTreeSet::new(),
@@ -593,9 +685,10 @@ impl Race {
             self.drive(now);
             return;
         };
+        let frees_slot = self.attempts[i].passive_since.is_none();
         self.end_attempt(i, now, AttemptState::Failed(error));
         self.push_report(i, AttemptResult::Failed(error));
-        self.note_failure(error);
+        self.note_failure(error, frees_slot);
         self.hard_failed.insert(self.attempts[i].addr);
         self.drive(now);
     }
@@ -647,8 +740,11 @@ impl Race {
                 t = t.min(ab);
             }
         }
-        if self.in_flight() < self.max_in_flight() && self.next_candidate().is_some() {
+        if self.active() < self.max_in_flight() && self.next_candidate().is_some() {
             t = t.min(self.next_start_at());
+        }
+        if let Some(floor) = self.next_floor_start_at() {
+            t = t.min(floor);
         }
         (t != Instant::MAX).then_some(t)
     }
@@ -658,12 +754,15 @@ impl Race {
         u32::try_from(self.attempts.len()).unwrap_or(u32::MAX)
     }
 
-    /// Attempts currently connecting.
+    /// Attempts currently connecting (open sockets), passive ones included:
+    /// at most `max_in_flight`, plus `floor.max_open` under a [`ProbeFloor`].
     pub fn in_flight(&self) -> usize {
-        self.attempts
-            .iter()
-            .filter(|a| a.state == AttemptState::Connecting)
-            .count()
+        self.open().count()
+    }
+
+    /// Attempts connecting in one of the `max_in_flight` slots (not passive).
+    pub fn active(&self) -> usize {
+        self.open().filter(|a| a.passive_since.is_none()).count()
     }
 
     /// Whether the race is over (won, failed or cancelled). Queued actions may
@@ -718,11 +817,12 @@ impl Race {
         for i in 0..self.attempts.len() {
             let a = &self.attempts[i];
             if a.state == AttemptState::Connecting && a.deadline <= now {
+                let frees_slot = a.passive_since.is_none();
                 let err = ConnectError::AttemptTimeout;
                 self.end_attempt(i, now, AttemptState::Failed(err));
                 self.push_cancel(i);
                 self.push_report(i, AttemptResult::Failed(err));
-                self.note_failure(err);
+                self.note_failure(err, frees_slot);
             }
         }
         // 2. Abandon attempts whose SYNs look lost, if a fresh one may replace them.
@@ -739,9 +839,17 @@ impl Race {
                 continue;
             }
             self.abandons += 1;
-            self.end_attempt(i, now, AttemptState::Abandoned);
-            self.push_cancel(i);
-            self.push_report(i, AttemptResult::Abandoned);
+            if self.attempts[i].floor {
+                // A floor attempt keeps its socket (the OS keeps sending its
+                // SYNs on schedule) and only gives up its slot.
+                let a = &mut self.attempts[i];
+                a.abandon_at = None;
+                a.passive_since = Some(now);
+            } else {
+                self.end_attempt(i, now, AttemptState::Abandoned);
+                self.push_cancel(i);
+                self.push_report(i, AttemptResult::Abandoned);
+            }
             self.last_event_failed = true;
         }
         // 3. The overall deadline ends everything.
@@ -752,18 +860,28 @@ impl Race {
                     self.end_attempt(i, now, AttemptState::Failed(err));
                     self.push_cancel(i);
                     self.push_report(i, AttemptResult::Failed(err));
-                    self.note_failure(err);
+                    self.note_failure(err, true);
                 }
             }
             self.finish_failed(FailReason::Deadline);
             return;
         }
-        // 4. Start attempts (bounded: each start fills a slot).
-        while self.in_flight() < self.max_in_flight() && self.next_start_at() <= now {
+        // 4. Start attempts: first the floor's (Mars's schedule, bounded by
+        // `floor.max_open`; one that falls when a slot start is due is that
+        // start, any other is passive from the start), then into free slots
+        // (bounded: each start fills a slot).
+        while self.next_floor_start_at().is_some_and(|t| t <= now) {
             let Some((pos, candidate, round)) = self.next_candidate() else {
                 break;
             };
-            self.start(now, pos, candidate, round);
+            let in_slot = self.slot_start_due(now);
+            self.start(now, pos, candidate, round, true, in_slot);
+        }
+        while self.slot_start_due(now) {
+            let Some((pos, candidate, round)) = self.next_candidate() else {
+                break;
+            };
+            self.start(now, pos, candidate, round, false, true);
         }
         // 5. Nothing in flight and nothing left to start: the race failed.
         if self.in_flight() == 0 && self.next_candidate().is_none() {
@@ -771,11 +889,21 @@ impl Race {
         }
     }
 
-    fn start(&mut self, now: Instant, pos: u64, candidate: usize, round: u32) {
+    /// Starts an attempt: in a slot (it counts against `max_in_flight`, sets
+    /// the stagger and may be abandoned) or, for a floor attempt, passive.
+    fn start(
+        &mut self,
+        now: Instant,
+        pos: u64,
+        candidate: usize,
+        round: u32,
+        floor: bool,
+        in_slot: bool,
+    ) {
         let id = AttemptId(self.attempts_started());
         let addr = self.candidates[candidate];
         let timeout = self.config.attempt_timeout.max(Duration::from_millis(1));
-        let abandon_at = self.config.abandon.and_then(|p| {
+        let abandon_at = self.config.abandon.filter(|_| in_slot).and_then(|p| {
             let after = p.abandon_after(self.rtt_hint);
             (self.abandons < p.max_abandons && after < timeout).then(|| now + after)
         });
@@ -787,12 +915,19 @@ impl Race {
             started: now,
             deadline: now + timeout,
             abandon_at,
+            floor,
+            passive_since: (!in_slot).then_some(now),
             ended: None,
             state: AttemptState::Connecting,
         });
         self.cursor = pos + 1;
-        self.last_start = Some(now);
-        self.last_event_failed = false;
+        if floor {
+            self.last_floor_start = Some(now);
+        }
+        if in_slot {
+            self.last_start = Some(now);
+            self.last_event_failed = false;
+        }
         self.actions
             .push_back(RaceAction::Connect { attempt: id, addr });
     }
@@ -819,12 +954,39 @@ impl Race {
         None
     }
 
+    /// Whether a slot is free and the stagger since the last slot start has
+    /// passed.
+    fn slot_start_due(&self, now: Instant) -> bool {
+        self.active() < self.max_in_flight() && self.next_start_at() <= now
+    }
+
     fn next_start_at(&self) -> Instant {
         match self.last_start {
             None => Instant::ZERO,
             Some(t) if self.last_event_failed => t + self.config.error_stagger,
             Some(t) => t + self.stagger,
         }
+    }
+
+    /// When the next floor attempt is due, if the floor has room and a
+    /// candidate is left: the race start, then `floor.stagger` after the last
+    /// floor start (Mars's rule; Mars's error interval equals its interval).
+    fn next_floor_start_at(&self) -> Option<Instant> {
+        let floor = self.config.floor?;
+        let open = self.open().filter(|a| a.floor).count();
+        if open >= floor.max_open.max(1) || self.next_candidate().is_none() {
+            return None;
+        }
+        Some(match self.last_floor_start {
+            None => Instant::ZERO,
+            Some(t) => t + floor.stagger,
+        })
+    }
+
+    fn open(&self) -> impl Iterator<Item = &AttemptStats> {
+        self.attempts
+            .iter()
+            .filter(|a| a.state == AttemptState::Connecting)
     }
 
     fn max_in_flight(&self) -> usize {
@@ -839,8 +1001,10 @@ impl Race {
         (self.attempts.get(i)?.state == AttemptState::Connecting).then_some(i)
     }
 
-    fn note_failure(&mut self, error: ConnectError) {
-        self.last_event_failed = true;
+    /// Records a failure; only one that frees a slot makes the next slot
+    /// start use `error_stagger` (a passive attempt's holds no slot).
+    fn note_failure(&mut self, error: ConnectError, frees_slot: bool) {
+        self.last_event_failed |= frees_slot;
         self.last_error = Some(error);
     }
 

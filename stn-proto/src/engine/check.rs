@@ -226,10 +226,24 @@ impl World {
         assert!(self.e.task_count() <= self.config.max_queued_tasks);
         assert!(self.e.short_in_flight() <= self.config.max_in_flight_short);
         assert!(self.e.long_in_flight() <= self.config.long.max_in_flight_tasks);
-        // Each short attempt races at most 3 connections, and so does its
-        // hedge (stn) beside its first exchange's connection; the long link
-        // 3; the keep-alive pool holds at most 5 idle ones.
-        assert!(self.e.open_connections() <= self.e.short_in_flight() * 7 + 3 + 5);
+        // Each short attempt races at most `max_in_flight` connections plus
+        // its floor's (stn: 3 + 3), and so does its hedge (stn), beside its
+        // first exchange's connection; the long link too; the keep-alive
+        // pool holds at most its `max_idle_conns`.
+        let per_race = |r: &crate::race::RaceConfig| {
+            r.max_in_flight.max(1) + r.floor.map_or(0, |f| f.max_open.max(1))
+        };
+        let short = per_race(&self.config.exchange.race);
+        let per_short = if self.config.hedge.is_some() {
+            2 * short + 1
+        } else {
+            short
+        };
+        let pooled = self.config.socket_pool.map_or(0, |p| p.max_idle_conns);
+        assert!(
+            self.e.open_connections()
+                <= self.e.short_in_flight() * per_short + per_race(&self.config.long.race) + pooled
+        );
         assert_eq!(self.e.open_connections(), self.open.len());
         if let Some(l) = self.e.long.as_ref() {
             assert!(l.decoder_buffered_len() <= 20 + 64 + CodecConfig::default().max_body_len);

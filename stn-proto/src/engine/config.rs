@@ -12,7 +12,7 @@ use crate::long_link::LongLinkConfig;
 
 /// Abandonments allowed per race under [`Profile::Stn`] (see
 /// [`Config::for_profile`]); the attempt rate stays bounded by 3 slots per
-/// at least 1.1 s.
+/// at least 1.1 s, plus at most one floor attempt per 2.5 s.
 pub const STN_MAX_ABANDONS: u32 = 1000;
 
 /// Where the short link connects (Mars `SetShortlinkSvrAddr`, `SetBackupIPs`,
@@ -192,7 +192,19 @@ impl Config {
     ///   so the first success follows the end of the outage by 0.3 s on
     ///   average instead of 1 s (Mars); the engine scales the RTT hint up after
     ///   the second failed race in a row (×2, ×4, up to ×8) so a path that became much slower than the
-    ///   hint is not abandoned forever;
+    ///   hint is not abandoned forever; underneath, Mars's own attempt
+    ///   schedule runs as a floor ([`ProbeFloor`](crate::race::ProbeFloor)),
+    ///   so stn has a SYN on the wire at every instant Mars would;
+    /// - a short-link race has no 20 s cap of its own (`overall_timeout:
+    ///   None`), only the task's deadline: capped, a race that ran into its
+    ///   20 s failed, and the retry started a new race 250 ms later
+    ///   (`retry_interval`), a quarter second without fresh SYNs that also put
+    ///   the new race's floor 250 ms off Mars's instants (stn-sim sensitivity
+    ///   suite, 25–35 s outages: up to 0.25 s behind Mars). The floor
+    ///   attempts, never abandoned, still connect on a path far slower than
+    ///   the RTT hint. The cost: a task's race keeps its candidate list up to
+    ///   the task's deadline, where the capped race's retry re-resolved after
+    ///   20 s (a long link race keeps the cap);
     /// - the adaptive per-attempt timeouts apply to the short link only; the
     ///   long link keeps Mars's (`long_link_adaptive_timeouts: false`): a
     ///   timeout there drops the link and fails every task on it, and in the
@@ -266,6 +278,7 @@ impl Config {
                         a.max_abandons = STN_MAX_ABANDONS;
                     }
                 }
+                stn.exchange.race.overall_timeout = None; // see above
                 stn
             }
         }

@@ -198,10 +198,13 @@ impl Model {
                         reports: 0,
                         connected_report: None,
                     });
+                    // stn's floor attempts may add `floor.max_open` sockets.
+                    let floor = self.config.floor.map_or(0, |f| f.max_open.max(1));
                     assert!(
-                        self.open() <= self.config.max_in_flight.max(1),
+                        self.open() <= self.config.max_in_flight.max(1) + floor,
                         "more attempts in flight than allowed"
                     );
+                    assert!(race.active() <= self.config.max_in_flight.max(1));
                 }
                 RaceAction::Cancel { attempt, addr } => {
                     let a = self.attempt(attempt, addr);
@@ -307,7 +310,8 @@ impl Model {
 ///   agrees with how it was answered; ids come in start order;
 /// - Won and Failed: at most one of them, once, and none after a cancel; the
 ///   outcome matches; Failed only with nothing in flight;
-/// - in flight never more than `max_in_flight`;
+/// - in slots never more than `max_in_flight`, open never more than that
+///   plus `floor.max_open`;
 /// - after every drain an unfinished race has a deadline later than the
 ///   latest `now`, and a finished one none;
 /// - input for a finished or unknown attempt produces no action;

@@ -354,20 +354,27 @@ fn stn_abandons_lost_syns_and_refreshes_a_single_address() {
     r.handle_timeout(ms(900));
     assert_eq!(drain(&mut r), vec![connect(2, 1)]);
     assert_eq!(r.poll_timeout(), Some(ms(1300))); // 3 in flight: no start until a slot frees
+                                                  // The first attempt is also the first floor attempt: at its abandon time
+                                                  // it gives its slot to a fresh attempt but keeps its socket (no Cancel).
+    assert!(r.attempt(id(0)).unwrap().floor);
     r.handle_timeout(ms(1300));
-    assert_eq!(
-        drain(&mut r),
-        vec![cancel(0, 1), report(0, 1, R::Abandoned), connect(3, 1)]
-    );
+    assert_eq!(drain(&mut r), vec![connect(3, 1)]);
+    assert_eq!(r.attempt(id(0)).unwrap().passive_since, Some(ms(1300)));
+    assert_eq!(r.attempt(id(0)).unwrap().state, AttemptState::Connecting);
+    assert_eq!((r.in_flight(), r.active()), (4, 3));
     assert_eq!(r.attempt(id(3)).unwrap().round, 3);
+    assert!(!r.attempt(id(3)).unwrap().floor);
     assert_eq!(r.poll_timeout(), Some(ms(1750)));
-    // The fresh attempt connects: 100 ms after its SYN.
+    // The fresh attempt connects: 100 ms after its SYN; the passive one is
+    // closed with the other losers.
     r.handle_connected(ms(1400), id(3));
     let connect_time = Duration::from_millis(100);
     assert_eq!(
         drain(&mut r),
         vec![
             report(3, 1, R::Connected { connect_time }),
+            cancel(0, 1),
+            report(0, 1, R::Lost),
             cancel(1, 1),
             report(1, 1, R::Lost),
             cancel(2, 1),
@@ -382,13 +389,66 @@ fn stn_abandons_lost_syns_and_refreshes_a_single_address() {
 }
 
 #[test]
+fn stn_passive_attempts_win_and_fail_outside_the_slots() {
+    // RTT 200 ms: stagger 450 ms, abandon after 1.3 s; attempt 0 turns
+    // passive at 1.3 s and attempt 3 takes its slot.
+    let start = |cands: &[u8]| {
+        let mut r = race(Profile::Stn, cands, Some(200), None);
+        for t in [450, 900, 1300] {
+            r.handle_timeout(ms(t));
+        }
+        assert_eq!(drain(&mut r).len(), 4);
+        assert_eq!((r.in_flight(), r.active()), (4, 3));
+        r
+    };
+    // The passive attempt's failure frees no slot: nothing starts early.
+    let mut r = start(&[1, 2]);
+    assert_eq!(r.poll_timeout(), Some(ms(1750)));
+    r.handle_failed(ms(1400), id(0), ConnectError::Reset);
+    assert_eq!(
+        drain(&mut r),
+        vec![report(0, 1, R::Failed(ConnectError::Reset))]
+    );
+    assert_eq!((r.in_flight(), r.active()), (3, 3));
+    assert_eq!(r.poll_timeout(), Some(ms(1750)));
+    // At 1.75 s attempt 1 is abandoned; the reset address is skipped from
+    // now on.
+    r.handle_timeout(ms(1750));
+    assert_eq!(
+        drain(&mut r),
+        vec![cancel(1, 2), report(1, 2, R::Abandoned), connect(4, 2)]
+    );
+    // A passive attempt that connects wins; every other one is closed.
+    let mut r = start(&[1]);
+    r.handle_connected(ms(2000), id(0));
+    let connect_time = Duration::from_secs(2);
+    assert_eq!(
+        drain(&mut r),
+        vec![
+            report(0, 1, R::Connected { connect_time }),
+            cancel(1, 1),
+            report(1, 1, R::Lost),
+            cancel(2, 1),
+            report(2, 1, R::Lost),
+            cancel(3, 1),
+            report(3, 1, R::Lost),
+            A::Won {
+                attempt: id(0),
+                addr: addr(1),
+                connect_time
+            },
+        ]
+    );
+}
+
+#[test]
 fn stn_abandon_without_rtt_and_bounded_abandons() {
     // No RTT: 250 ms stagger, abandon after 1.6 s; a path whose real RTT is far
     // longer than assumed stops being abandoned after 6 abandonments.
     let mut r = race(Profile::Stn, &[1, 2], None, None);
     assert_eq!(r.attempt(id(0)).unwrap().abandon_at, Some(ms(1600)));
     let trace = run_black_holed(&mut r);
-    let abandons = trace
+    let closed = trace
         .iter()
         .filter(|(_, a)| {
             matches!(
@@ -400,7 +460,15 @@ fn stn_abandon_without_rtt_and_bounded_abandons() {
             )
         })
         .count();
-    assert_eq!(abandons, 6);
+    // The first attempt (a floor attempt) was made passive instead of closed:
+    // that counts as one of the 6.
+    let made_passive = r
+        .attempts()
+        .iter()
+        .filter(|a| a.passive_since.is_some_and(|t| t > a.started))
+        .count();
+    assert_eq!((closed, made_passive), (5, 1));
+    assert_eq!(r.attempt(id(0)).unwrap().passive_since, Some(ms(1600)));
     // Every attempt started after the 6th abandonment runs to its own 10 s timeout.
     assert!(r
         .attempts()
@@ -466,11 +534,145 @@ fn stn_respects_caller_deadline() {
         .filter(|(t, _)| *t == ms(3000))
         .map(|(_, a)| *a)
         .collect();
-    let cancels = at_end
+    let cancelled: Vec<u32> = at_end
         .iter()
-        .filter(|a| matches!(a, A::Cancel { .. }))
-        .count();
-    assert_eq!(cancels, 3);
+        .filter_map(|a| match a {
+            A::Cancel { attempt, .. } => Some(attempt.0),
+            _ => None,
+        })
+        .collect();
+    // RTT 100 ms: stagger 250 ms, abandon after 1.2 s. In the slots at 3 s:
+    // attempts 6 (2.4 s), 8 (2.65 s), 9 (2.9 s); passive: the first attempt
+    // (since 1.2 s) and the floor attempt started at 2.5 s (attempt 7).
+    assert_eq!(cancelled, vec![0, 6, 7, 8, 9]);
+    assert_eq!(r.attempt(id(7)).unwrap().started, ms(2500));
+    assert!(r.attempt(id(7)).unwrap().floor);
+    assert_eq!(r.attempt(id(7)).unwrap().passive_since, Some(ms(2500)));
+}
+
+/// Each attempt's (start, end) in a race driven with no connect answers.
+fn black_holed_lifetimes(mut race: Race) -> Vec<(Instant, Instant)> {
+    run_black_holed(&mut race);
+    race.attempts()
+        .iter()
+        .map(|a| (a.started, a.ended.expect("finished race")))
+        .collect()
+}
+
+/// SYN send offsets of the OS schedules (reference/peers.md §3.1), in s.
+const XNU_SYNS: &[u64] = &[0, 1, 2, 3, 4, 5, 7, 11, 19, 35, 67];
+const LINUX_CLASSIC_SYNS: &[u64] = &[0, 1, 3, 7, 15, 31, 63];
+
+/// The instants before `until` at which the OS sends a SYN for some attempt,
+/// each sending on `offsets` from its start while it is open.
+fn syn_instants(
+    lives: &[(Instant, Instant)],
+    offsets: &[u64],
+    until: Instant,
+) -> std::collections::BTreeSet<Instant> {
+    lives
+        .iter()
+        .flat_map(|&(start, end)| {
+            offsets
+                .iter()
+                .map(move |&o| start + Duration::from_secs(o))
+                .filter(move |&t| t < end && t < until)
+        })
+        .collect()
+}
+
+#[test]
+fn stn_floor_follows_mars_schedule() {
+    // 5 black-holed addresses, no RTT hint, the race's own 20 s cap.
+    let lives = black_holed_lifetimes(race(Profile::Stn, &[1, 2, 3, 4, 5], None, None));
+    let mars = black_holed_lifetimes(race(Profile::Mars, &[1, 2, 3, 4, 5], None, None));
+    let mut r = race(Profile::Stn, &[1, 2, 3, 4, 5], None, None);
+    run_black_holed(&mut r);
+    let floor: Vec<_> = r
+        .attempts()
+        .iter()
+        .filter(|a| a.floor)
+        .map(|a| (a.started, a.ended.unwrap()))
+        .collect();
+    // Mars's rule with Mars's constants: 2.5 s apart, at most 3 open, each
+    // open for 10 s; it goes round the list until the 20 s deadline.
+    assert_eq!(
+        floor,
+        [0, 2500, 5000, 10_000, 12_500, 15_000]
+            .map(|t| (ms(t), ms((t + 10_000).min(20_000))))
+            .to_vec()
+    );
+    assert_eq!(
+        mars.iter().map(|m| m.0).collect::<Vec<_>>(),
+        [0, 2500, 5000, 10_000, 12_500].map(ms).to_vec()
+    );
+    // Never more than 3 slots + 3 floor attempts open.
+    for &(t, _) in &lives {
+        let open = lives.iter().filter(|&&(s, e)| s <= t && t < e).count();
+        assert!(open <= 6, "{open} open at {t:?}");
+    }
+    assert!(lives
+        .iter()
+        .any(|&(t, _)| lives.iter().filter(|&&(s, e)| s <= t && t < e).count() > 3));
+}
+
+#[test]
+fn stn_has_a_syn_on_the_wire_whenever_mars_has() {
+    // Both races driven with no connect answers (a long outage). For each
+    // Mars attempt, stn has one started at the same instant and open at least
+    // as long (or until its own race ends), so under any OS retransmission
+    // schedule every SYN Mars sends, stn sends too.
+    let engine_like = RaceConfig {
+        overall_timeout: None,
+        ..RaceConfig::for_profile(Profile::Stn)
+    };
+    let window = ms(30_000);
+    let (mut cases, mut before_missed) = (0, 0);
+    for cands in [&[1][..], &[1, 1, 1, 1], &[1, 2, 3, 4, 5]] {
+        let addrs: Vec<SocketAddr> = cands.iter().map(|&c| addr(c)).collect();
+        let mars = black_holed_lifetimes(Race::new(
+            ms(0),
+            RaceConfig::for_profile(Profile::Mars),
+            addrs.clone(),
+            None,
+            None,
+        ));
+        for rtt in [None, Some(10), Some(60), Some(200), Some(800), Some(2000)] {
+            let rtt = rtt.map(Duration::from_millis);
+            for (config, deadline) in [
+                (RaceConfig::for_profile(Profile::Stn), None),
+                (engine_like, Some(ms(40_000))),
+            ] {
+                let race = |config| Race::new(ms(0), config, addrs.clone(), rtt, deadline);
+                let stn = black_holed_lifetimes(race(config));
+                let stn_end = stn.iter().map(|l| l.1).max().unwrap();
+                for &(ms_, me) in &mars {
+                    assert!(
+                        stn.iter().any(|&(s, e)| s == ms_ && e >= me.min(stn_end)),
+                        "{cands:?} rtt {rtt:?}: no stn attempt like Mars's {ms_:?}..{me:?}"
+                    );
+                }
+                for os in [XNU_SYNS, LINUX_CLASSIC_SYNS] {
+                    let m = syn_instants(&mars, os, window);
+                    let s = syn_instants(&stn, os, window);
+                    let missing: Vec<_> = m.difference(&s).collect();
+                    assert!(missing.is_empty(), "{cands:?} rtt {rtt:?}: {missing:?}");
+                    let before = black_holed_lifetimes(race(RaceConfig {
+                        floor: None,
+                        ..config
+                    }));
+                    cases += 1;
+                    before_missed += usize::from(!m.is_subset(&syn_instants(&before, os, window)));
+                }
+            }
+        }
+    }
+    // Without the floor (the rule before it) stn missed some of Mars's SYNs in
+    // almost every case (68 of 72).
+    assert!(
+        10 * before_missed >= 9 * cases,
+        "{before_missed} of {cases}"
+    );
 }
 
 #[test]
@@ -629,6 +831,10 @@ fn degenerate_config_does_not_panic_or_spin() {
             syn_rto: Duration::ZERO,
             ..AbandonPolicy::default()
         }),
+        floor: Some(ProbeFloor {
+            stagger: Duration::ZERO,
+            max_open: 0,
+        }),
         max_rounds: Some(0),
         overall_timeout: None,
         loser_reports: LoserReports::AllLost,
@@ -759,6 +965,17 @@ mod model {
         hard: std::collections::BTreeSet<SocketAddr>,
         max_rounds: u32,
         deadline: Option<Instant>,
+        rtt: Option<Duration>,
+        /// Open attempts in a slot, with the model's own abandon time.
+        slot: BTreeMap<u32, Option<Instant>>,
+        /// Open floor attempts.
+        floor_open: std::collections::BTreeSet<u32>,
+        /// Attempts that were passive (outside the slots) at some point.
+        was_passive: std::collections::BTreeSet<u32>,
+        last_floor_start: Option<Instant>,
+        abandons: u32,
+        /// Non-floor attempts the model says the abandon rule closes in this step.
+        expect_abandoned: std::collections::BTreeSet<u32>,
     }
 
     impl Model {
@@ -771,7 +988,81 @@ mod model {
                 self.open.remove(&attempt).is_some(),
                 "close of non-open attempt {attempt} ({how})"
             );
+            self.slot.remove(&attempt);
+            self.floor_open.remove(&attempt);
             self.closed.entry(attempt).or_default().push(how);
+        }
+
+        fn attempt_timeout(&self) -> Duration {
+            self.config.attempt_timeout.max(Duration::from_millis(1))
+        }
+
+        /// The abandon rule, written out: `max(k·rtt, syn_rto + rtt + slack)`
+        /// after the start, if shorter than the attempt timeout and the race
+        /// still abandons.
+        fn abandon_time(&self, start: Instant) -> Option<Instant> {
+            let p = self.config.abandon?;
+            if self.abandons >= p.max_abandons {
+                return None;
+            }
+            let rtt = self.rtt.unwrap_or(p.assumed_rtt);
+            let by_rtt = rtt.saturating_mul(p.rtt_factor);
+            let by_syn = p.syn_rto + rtt + p.slack;
+            let after = if by_rtt > by_syn { by_rtt } else { by_syn };
+            (after < self.attempt_timeout()).then(|| start + after)
+        }
+
+        fn max_slots(&self) -> usize {
+            self.config.max_in_flight.max(1)
+        }
+
+        fn max_floor(&self) -> usize {
+            self.config.floor.map_or(0, |f| f.max_open.max(1))
+        }
+
+        /// When Mars's rule over the floor attempts starts the next one.
+        fn floor_start_at(&self) -> Option<Instant> {
+            let f = self.config.floor?;
+            (self.floor_open.len() < self.max_floor()).then(|| {
+                self.last_floor_start
+                    .map_or(Instant::ZERO, |t| t + f.stagger)
+            })
+        }
+
+        /// Rule 2 of the abandon policy at `now`, before the step's actions:
+        /// slot attempts past their abandon time (and not past their own
+        /// deadline) are closed, or, floor attempts, made passive — if a
+        /// replacement may start and the race still abandons.
+        fn time_passes(&mut self, now: Instant) {
+            if self.terminal > 0 || self.cancelled {
+                return;
+            }
+            let timeout = self.attempt_timeout();
+            let max = self.config.abandon.map_or(0, |p| p.max_abandons);
+            let due: Vec<u32> = self
+                .slot
+                .iter()
+                .filter(|&(id, at)| {
+                    at.is_some_and(|t| t <= now) && self.started[id] + timeout > now
+                })
+                .map(|(id, _)| *id)
+                .collect();
+            for id in due {
+                let replaceable =
+                    self.deadline.is_none_or(|d| now < d) && self.expected_next().is_some();
+                if self.abandons >= max || !replaceable {
+                    self.slot.insert(id, None);
+                    continue;
+                }
+                self.abandons += 1;
+                self.last_event_failed = true;
+                self.slot.remove(&id);
+                if self.floor_open.contains(&id) {
+                    self.was_passive.insert(id);
+                } else {
+                    self.expect_abandoned.insert(id);
+                }
+            }
         }
 
         /// The round-robin position the next start must take, if any: every
@@ -794,8 +1085,13 @@ mod model {
             }
         }
 
-        /// Checks and applies the actions produced by one input at `now`.
-        fn absorb(&mut self, now: Instant, actions: &[RaceAction]) {
+        /// Checks and applies the actions produced by one input at `now`
+        /// (`drove`: the race serviced its timers, as every input but a win
+        /// and a cancel does).
+        fn absorb(&mut self, now: Instant, actions: &[RaceAction], drove: bool) {
+            if drove {
+                self.time_passes(now);
+            }
             for a in actions {
                 assert_eq!(self.terminal, 0, "action after the end: {a:?}");
                 match *a {
@@ -803,8 +1099,15 @@ mod model {
                         assert!(!self.cancelled);
                         assert_eq!(attempt.0, self.connects, "ids are start order");
                         assert!(self.candidates.contains(&addr));
-                        assert!(self.open.len() < self.config.max_in_flight, "slot limit");
-                        assert!(self.gap_ok(now), "started before its stagger at {now:?}");
+                        let slot_due = self.slot.len() < self.max_slots() && self.gap_ok(now);
+                        // Floor starts come first; one takes a slot only if a
+                        // slot start is due too.
+                        let floor = self.floor_start_at().is_some_and(|t| t <= now);
+                        let in_slot = slot_due;
+                        if !floor {
+                            assert!(self.slot.len() < self.max_slots(), "slot limit");
+                            assert!(slot_due, "started before its stagger at {now:?}");
+                        }
                         let pos = self
                             .expected_next()
                             .expect("Connect with no candidate left");
@@ -824,8 +1127,18 @@ mod model {
                         self.open.insert(attempt.0, addr);
                         self.started.insert(attempt.0, now);
                         self.connects += 1;
-                        self.last_start = Some(now);
-                        self.last_event_failed = false;
+                        if floor {
+                            self.floor_open.insert(attempt.0);
+                            self.last_floor_start = Some(now);
+                        }
+                        if in_slot {
+                            self.slot.insert(attempt.0, self.abandon_time(now));
+                            self.last_start = Some(now);
+                            self.last_event_failed = false;
+                        } else {
+                            self.was_passive.insert(attempt.0);
+                        }
+                        assert!(self.open.len() <= self.max_slots() + self.max_floor());
                     }
                     A::Cancel { attempt, addr } => {
                         assert_eq!(self.open.get(&attempt.0), Some(&addr));
@@ -836,7 +1149,17 @@ mod model {
                     } => {
                         assert!(attempt.0 < self.connects);
                         match result {
-                            R::Failed(_) | R::Abandoned => self.last_event_failed = true,
+                            // Only a failure that frees a slot hastens the next start.
+                            R::Failed(_) => {
+                                self.last_event_failed |= !self.was_passive.contains(&attempt.0);
+                            }
+                            R::Abandoned => {
+                                assert!(
+                                    self.expect_abandoned.remove(&attempt.0),
+                                    "attempt {} abandoned at {now:?} against the rule",
+                                    attempt.0
+                                );
+                            }
                             R::Connected { .. } | R::Lost => {}
                         }
                         if result == R::Abandoned {
@@ -873,12 +1196,24 @@ mod model {
                     }
                 }
             }
+            assert!(
+                self.expect_abandoned.is_empty(),
+                "not abandoned at {now:?}: {:?}",
+                self.expect_abandoned
+            );
         }
 
         /// Invariants after a drain.
         fn check(&self, now: Instant, race: &Race) {
             assert_eq!(race.in_flight(), self.open.len());
-            assert!(race.in_flight() <= self.config.max_in_flight);
+            assert_eq!(race.active(), self.slot.len());
+            assert!(race.active() <= self.max_slots());
+            assert!(race.in_flight() <= self.max_slots() + self.max_floor());
+            for &id in self.open.keys() {
+                let a = race.attempt(AttemptId(id)).unwrap();
+                assert_eq!(a.floor, self.floor_open.contains(&id), "floor flag of {id}");
+                assert_eq!(a.passive_since.is_none(), self.slot.contains_key(&id));
+            }
             assert_eq!(race.attempts_started(), self.connects);
             assert!(self.terminal <= 1);
             assert_eq!(race.is_finished(), self.terminal == 1 || self.cancelled);
@@ -898,14 +1233,28 @@ mod model {
             // left waiting, and a race with nothing in flight can still start.
             if !race.is_finished() {
                 assert!(self.deadline.is_none_or(|d| now < d));
-                let may_start = self.open.len() < self.config.max_in_flight
+                let may_start = self.slot.len() < self.max_slots()
                     && self.expected_next().is_some()
                     && self.gap_ok(now);
                 assert!(!may_start, "an attempt should have started at {now:?}");
+                let floor_at = self
+                    .floor_start_at()
+                    .filter(|_| self.expected_next().is_some());
+                assert!(
+                    floor_at.is_none_or(|t| t > now),
+                    "a floor attempt should have started at {now:?}"
+                );
                 assert!(!self.open.is_empty() || self.expected_next().is_some());
                 // The timer is no later than the model's next due event.
                 let t = race.poll_timeout().unwrap_or(Instant::MAX);
-                if self.open.len() < self.config.max_in_flight && self.expected_next().is_some() {
+                if let Some(f) = floor_at {
+                    assert!(t <= f, "late floor timer");
+                }
+                for at in self.slot.values().flatten() {
+                    assert!(*at > now, "abandon time {at:?} left behind at {now:?}");
+                    assert!(t <= *at, "late abandon timer");
+                }
+                if self.slot.len() < self.max_slots() && self.expected_next().is_some() {
                     let gap = if self.last_event_failed {
                         self.config.error_stagger
                     } else {
@@ -963,9 +1312,16 @@ mod model {
                 None => 1,
             },
             deadline: model_deadline,
+            rtt,
+            slot: BTreeMap::new(),
+            floor_open: Default::default(),
+            was_passive: Default::default(),
+            last_floor_start: None,
+            abandons: 0,
+            expect_abandoned: Default::default(),
         };
         let first = drain(&mut race);
-        m.absorb(now, &first);
+        m.absorb(now, &first, true);
         m.check(now, &race);
 
         let timeout_step = |race: &mut Race, m: &mut Model, now: &mut Instant| {
@@ -985,11 +1341,16 @@ mod model {
             );
             // Progress: the wake-up did something or moved the timer.
             assert!(!out.is_empty() || before != after || race.poll_timeout() != Some(t));
-            m.absorb(*now, &out);
+            m.absorb(*now, &out, true);
             m.check(*now, race);
         };
 
         for op in ops {
+            let drove = match &op {
+                Op::Cancel => false,
+                Op::Stale(id) => !m.open.contains_key(id),
+                _ => true,
+            };
             match op {
                 Op::Advance(d) => {
                     now += Duration::from_millis(d);
@@ -1015,7 +1376,7 @@ mod model {
                         })
                     ));
                     assert!(matches!(out.last(), Some(A::Won { .. })));
-                    m.absorb(now, &out);
+                    m.absorb(now, &out, false);
                     m.check(now, &race);
                     continue;
                 }
@@ -1035,7 +1396,7 @@ mod model {
                     let failed_addr = m.open[&attempt];
                     m.close(attempt, 'f');
                     m.hard.insert(failed_addr);
-                    m.absorb(now, &out);
+                    m.absorb(now, &out, true);
                     m.check(now, &race);
                     continue;
                 }
@@ -1054,7 +1415,7 @@ mod model {
                 }
             }
             let out = drain(&mut race);
-            m.absorb(now, &out);
+            m.absorb(now, &out, drove);
             m.check(now, &race);
         }
 

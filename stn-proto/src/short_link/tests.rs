@@ -273,15 +273,19 @@ fn race_picks_the_working_candidate_and_closes_the_losers() {
 #[test]
 fn abandoned_attempts_are_closed_without_a_report() {
     // stn abandons an attempt whose SYNs look lost (1.6 s without an RTT
-    // hint) and starts a fresh one at once: no verdict on the address.
+    // hint) and starts a fresh one at once: no verdict on the address. The
+    // first attempt is also the race's first floor attempt (Mars's schedule):
+    // it only gives up its slot and keeps its socket.
     let mut h = H::start(Profile::Stn, request(&[1, 2, 3, 4]));
     assert_eq!(h.drain(), vec![connect(1, 1)]);
     assert_eq!(h.tick(250), vec![connect(2, 2)]);
     assert_eq!(h.tick(500), vec![connect(3, 3)]);
-    assert_eq!(h.tick(1_600), vec![close(1), connect(4, 4)]);
-    assert!(!h.ex.owns(c(1)));
+    assert_eq!(h.tick(1_600), vec![connect(4, 4)]);
+    assert!(h.ex.owns(c(1)));
+    assert_eq!(h.tick(1_850), vec![close(2), connect(5, 1)]);
+    assert!(!h.ex.owns(c(2)));
     // The abandoned conn's late events are ignored.
-    assert_eq!(h.ev(1_700, 1, ConnEvent::Connected), vec![]);
+    assert_eq!(h.ev(1_900, 2, ConnEvent::Connected), vec![]);
 }
 
 #[test]
