@@ -223,6 +223,10 @@ pub use hedge::HedgePolicy;
 pub use pool::PoolConfig;
 pub use types::{Action, Input, JudgeRequest, LinkStatus, Report, SubmitError, Verdict};
 
+/// The OS's initial SYN retransmission timeout (Linux, xnu: 1 s): connect
+/// times at or above it are not RTT samples (Karn's rule).
+pub const KARN_SYN_RTO: Duration = Duration::from_secs(1);
+
 /// Most host names whose resolve answers are remembered.
 const MAX_DNS_ENTRIES: usize = 64;
 
@@ -1328,6 +1332,21 @@ impl Engine {
     /// first failure: an outage also fails a race, and a larger hint slows
     /// the refresh of attempts that gets the first one through when it ends
     /// (stn-sim sensitivity suite).
+    /// A connect succeeded after `t`. Karn's rule: a handshake slower than
+    /// the OS's initial SYN retransmission timeout ([`KARN_SYN_RTO`]) most
+    /// likely had its SYN retransmitted (or won as one of stn's passive
+    /// probes), so `t` measures the loss, not the round trip, and is not
+    /// sampled — it would inflate the racing stagger and the adaptive
+    /// timeouts. (On a path whose real RTT exceeds 1 s the timeouts then
+    /// learn from first-packet times only.)
+    fn connect_sample(&mut self, t: Duration) {
+        self.failed_races = 0;
+        if t < KARN_SYN_RTO {
+            self.timeouts.on_connect_sample(t);
+            self.connect_rtt.sample(t);
+        }
+    }
+
     fn rtt_hint(&self) -> Option<Duration> {
         let rtt = self.connect_rtt.srtt();
         if self.failed_races < 2 {

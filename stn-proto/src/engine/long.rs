@@ -106,9 +106,7 @@ impl Engine {
                     }
                 }
                 LongLinkEvent::Connected { addr, connect_time } => {
-                    self.timeouts.on_connect_sample(connect_time);
-                    self.connect_rtt.sample(connect_time);
-                    self.failed_races = 0;
+                    self.connect_sample(connect_time);
                     self.long_endpoint = Some(addr);
                     self.emit_link(LinkStatus::Connected { addr });
                     self.replay_zombies(now);
@@ -127,9 +125,7 @@ impl Engine {
                 }
                 LongLinkEvent::Endpoint(r) => {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
-                        self.timeouts.on_connect_sample(t);
-                        self.connect_rtt.sample(t);
-                        self.failed_races = 0;
+                        self.connect_sample(t);
                     }
                     self.record_endpoint(now, r.addr, r.ok);
                 }

@@ -135,9 +135,7 @@ impl Engine {
     /// Records a short-link exchange's endpoint outcome.
     pub(super) fn endpoint_report(&mut self, now: Instant, r: EndpointReport) {
         if let Some(t) = r.connect_time.filter(|_| r.ok) {
-            self.timeouts.on_connect_sample(t);
-            self.connect_rtt.sample(t);
-            self.failed_races = 0;
+            self.connect_sample(t);
         }
         self.record_endpoint(now, r.addr, r.ok);
         if r.ok {
