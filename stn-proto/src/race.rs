@@ -45,7 +45,11 @@
 //!
 //! - **Adaptive stagger** ([`AdaptiveStagger`]): `clamp(2·rtt + 50 ms, 100 ms,
 //!   2 s)` from the caller's RTT hint, 250 ms without one (RFC 8305 §8:
-//!   default Connection Attempt Delay 250 ms, minimum 100 ms, maximum 2 s). Two
+//!   default Connection Attempt Delay 250 ms, minimum 100 ms, maximum 2 s) —
+//!   except that without a hint an address is raced against its own
+//!   still-connecting attempt only after the OS's SYN retransmission time
+//!   (1 s): the path may simply be slower than 250 ms (2G), and an extra SYN
+//!   there costs bandwidth for nothing. Two
 //!   RTTs plus a margin let the first attempt finish its handshake on a healthy
 //!   path before a second socket is opened, yet start the second long before
 //!   the OS would retransmit a lost SYN (1 s).
@@ -964,7 +968,33 @@ impl Race {
         match self.last_start {
             None => Instant::ZERO,
             Some(t) if self.last_event_failed => t + self.config.error_stagger,
-            Some(t) => t + self.stagger,
+            Some(t) => t + self.stagger_to_next(),
+        }
+    }
+
+    /// The stagger before the next slot attempt. Without an RTT hint (stn),
+    /// an address is not raced against an attempt to itself that is still
+    /// connecting before the OS would have retransmitted that attempt's SYN
+    /// (`abandon.syn_rto`, 1 s): nothing says the SYN was lost rather than
+    /// the path being slow (a 2G handshake takes well over 250 ms), and on a
+    /// slow link each extra SYN costs bandwidth. Different addresses keep the
+    /// 250 ms of RFC 8305; with an RTT hint the adaptive stagger applies.
+    fn stagger_to_next(&self) -> Duration {
+        let (None, Some(_), Some(p)) = (
+            self.rtt_hint,
+            self.config.adaptive_stagger,
+            self.config.abandon,
+        ) else {
+            return self.stagger;
+        };
+        let Some((_, idx, _)) = self.next_candidate() else {
+            return self.stagger;
+        };
+        let addr = self.candidates[idx];
+        if self.open().any(|a| a.addr == addr) {
+            self.stagger.max(p.syn_rto)
+        } else {
+            self.stagger
         }
     }
 

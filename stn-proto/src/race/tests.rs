@@ -127,6 +127,27 @@ fn stagger_starts_next_attempt() {
 }
 
 #[test]
+fn without_rtt_stn_races_an_address_against_itself_only_after_the_syn_rto() {
+    // The same address twice: the second SYN waits for the OS's own
+    // retransmission time (1 s), since the path may just be slow.
+    let mut r = race(Profile::Stn, &[1, 1], None, None);
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    assert_eq!(r.poll_timeout(), Some(ms(1000)));
+    r.handle_timeout(ms(999));
+    assert_eq!(drain(&mut r), vec![]);
+    r.handle_timeout(ms(1000));
+    assert_eq!(drain(&mut r), vec![connect(1, 1)]);
+    // Another address: RFC 8305's 250 ms.
+    let mut r = race(Profile::Stn, &[1, 2], None, None);
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    assert_eq!(r.poll_timeout(), Some(ms(250)));
+    // With an RTT hint the adaptive stagger applies to the same address too.
+    let mut r = race(Profile::Stn, &[1, 1], Some(100), None);
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    assert_eq!(r.poll_timeout(), Some(ms(250)));
+}
+
+#[test]
 fn refused_starts_next_at_once_under_stn() {
     let mut r = race(Profile::Stn, &[1, 2], None, None);
     assert_eq!(drain(&mut r), vec![connect(0, 1)]);
@@ -1081,7 +1102,27 @@ mod model {
             match self.last_start {
                 None => true,
                 Some(t) if self.last_event_failed => now >= t + self.config.error_stagger,
-                Some(t) => now >= t + self.stagger,
+                Some(t) => now >= t + self.slot_gap(),
+            }
+        }
+
+        /// The stagger before the next slot start: without an RTT hint
+        /// (stn), at least the SYN RTO when the next address has an attempt
+        /// still open.
+        fn slot_gap(&self) -> Duration {
+            let (None, Some(_), Some(p)) =
+                (self.rtt, self.config.adaptive_stagger, self.config.abandon)
+            else {
+                return self.stagger;
+            };
+            let n = self.candidates.len() as u64;
+            let next = self
+                .expected_next()
+                .map(|pos| self.candidates[(pos % n) as usize]);
+            if next.is_some_and(|a| self.open.values().any(|o| *o == a)) {
+                self.stagger.max(p.syn_rto)
+            } else {
+                self.stagger
             }
         }
 
@@ -1258,7 +1299,7 @@ mod model {
                     let gap = if self.last_event_failed {
                         self.config.error_stagger
                     } else {
-                        self.stagger
+                        self.slot_gap()
                     };
                     assert!(
                         t <= self.last_start.unwrap_or(now) + gap,
