@@ -74,6 +74,8 @@ pub mod bench;
 pub mod client;
 pub mod event;
 pub mod fresh_conn;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod host;
 pub mod http;
 pub mod link;
