@@ -13,7 +13,7 @@
 //!
 //! | target | what runs | oracles |
 //! |---|---|---|
-//! | [`sim_scenario`] | one client (stn's engine under a profile on the short or long link, or a peer model) making ≤ [`MAX_CALLS`] sequential calls over a lossy, shaped, possibly interrupted path | engine contract after every event (no violation); every call ends exactly once, in order, back to back, `finished ≥ started`; a successful call carries exactly the server's body (status 200); the run ends within [`TIME_CAP`]; link accounting and queue ≤ its cap; bytes delivered to the client ≤ bytes the servers sent; same input → same trace hash and records |
+//! | [`sim_scenario`] | one client (stn's engine under a profile on the short or long link, or a peer model) making ≤ [`MAX_CALLS`] sequential calls over a lossy, shaped, possibly interrupted path | engine contract after every event (no violation); every call ends exactly once, in order, back to back, `finished ≥ started`; a successful call carries exactly the server's body (status 200) and is not faster than the path allows; the run ends within [`TIME_CAP`]; link accounting and queue ≤ its cap; bytes delivered to the client ≤ bytes the servers sent; same input → same trace hash and records |
 //!
 //! # Input layout
 //!
@@ -27,7 +27,9 @@
 //! the schedule ([`ScheduleChoice`]: steady, an outage starting within 25.5 s
 //! and lasting 1–60 s, or up to three scripted changes within 60 s); request
 //! and response body sizes ([`BodySize`], ≤ 64 KiB, mostly < 1 KiB); a
-//! keep-alive or `Connection: close` server; 1–[`MAX_CALLS`] calls.
+//! keep-alive or `Connection: close` server; the servers' processing delay
+//! (≤ 32.5 s, mostly short); dead addresses (refusing, black-holed) before
+//! the live one; 1–[`MAX_CALLS`] calls.
 //!
 //! [`TARGETS`] lists the target with its seed inputs (the committed corpus
 //! under `fuzz/corpus/sim_scenario/` is generated from [`Target::seeds`]).
@@ -43,7 +45,8 @@ use stn_proto::Profile;
 
 use crate::apps::FixedResponseApp;
 use crate::bench::scenario::{
-    engine_client, response_body, server_apps, EngineVariant, Platform, RunSpec, SERVER,
+    engine_client, response_body, server_apps, EngineVariant, Platform, RunSpec, LONG_PORT,
+    SERVER,
 };
 use crate::bench::stn_client::StnClient;
 use crate::client::ClientCx;
@@ -77,6 +80,13 @@ pub const TARGETS: &[Target] = &[Target {
     run: sim_scenario,
     seeds,
 }];
+
+/// A host whose ports refuse connections (RST), behind the same path.
+pub const REFUSING: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 3)), 8080);
+/// A host whose ports drop SYNs (firewalled), behind the same path.
+pub const BLACK_HOLE: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 4)), 8080);
 
 /// Most calls one scenario makes (each a full request/response exchange, so
 /// one input runs in milliseconds).
@@ -121,6 +131,12 @@ pub struct Scenario {
     /// The short-link server keeps connections open (else it answers with
     /// `Connection: close`).
     pub keep_alive_server: bool,
+    /// The servers answer `server_delay² / 2` ms after a request (≤ 32.5 s).
+    pub server_delay: u8,
+    /// Dead addresses the resolver (engine) or route list (pooled peers)
+    /// puts before the live server: `dead_routes % 4` = 0 none, 1 a refusing
+    /// host ([`REFUSING`]), 2 a black-holed one ([`BLACK_HOLE`]), 3 both.
+    pub dead_routes: u8,
     /// `1 + calls % MAX_CALLS` calls.
     pub calls: u8,
     /// Root seed of the simulation (and, derived, of the engine).
@@ -407,8 +423,9 @@ pub struct ScenarioRun {
     pub trace_hash: u64,
     /// Trace events.
     pub trace_len: u64,
-    /// Link counters (up, down).
-    pub links: (LinkStats, LinkStats),
+    /// Link counters (up, down) of the paths to [`SERVER`], [`REFUSING`]
+    /// and [`BLACK_HOLE`].
+    pub links: [(LinkStats, LinkStats); 3],
     /// Payload bytes handed to the client by its sockets.
     pub client_received: u64,
     /// Payload bytes the server apps asked to send.
@@ -444,6 +461,21 @@ impl Scenario {
     /// Calls the workload makes.
     pub fn call_count(&self) -> u64 {
         1 + u64::from(self.calls) % MAX_CALLS
+    }
+
+    /// The servers' processing delay.
+    pub fn server_delay(&self) -> Duration {
+        Duration::from_millis(u64::from(self.server_delay) * u64::from(self.server_delay) / 2)
+    }
+
+    /// The dead addresses tried before the live server.
+    pub fn dead(&self) -> Vec<SocketAddr> {
+        match self.dead_routes % 4 {
+            0 => vec![],
+            1 => vec![REFUSING],
+            2 => vec![BLACK_HOLE],
+            _ => vec![REFUSING, BLACK_HOLE],
+        }
     }
 
     /// The network, sizes and engine options as a benchmark [`RunSpec`].
@@ -507,7 +539,12 @@ impl Scenario {
     /// run, which land in [`ScenarioRun::problems`]).
     pub fn run(&self) -> ScenarioRun {
         let spec = self.run_spec();
-        let routes = vec![SERVER; spec.dns_copies];
+        let dead = self.dead();
+        let routes: Vec<SocketAddr> = dead
+            .iter()
+            .copied()
+            .chain(std::iter::repeat_n(SERVER, spec.dns_copies))
+            .collect();
         let kernel = self.stack.kernel();
         match self.client {
             ClientChoice::Engine { profile, .. } => {
@@ -521,6 +558,7 @@ impl Scenario {
                     .config()
                     .clone();
                 cfg.stack = self.stack.stack();
+                cfg.resolve = routes.iter().map(SocketAddr::ip).collect();
                 let stack = cfg.stack.clone();
                 let client = StnClient::new(cfg).expect_body(response_body(spec.response_len));
                 self.run_client(&spec, client, stack, |c, problems| {
@@ -567,9 +605,15 @@ impl Scenario {
         let mut sim = Simulation::new(spec.seed);
         sim.keep_trace_events(false);
         sim.add_host(SERVER.ip(), spec.path.clone());
+        sim.add_host(REFUSING.ip(), spec.path.clone());
+        let black_hole = sim.add_host(BLACK_HOLE.ip(), spec.path.clone());
+        for port in [SERVER.port(), LONG_PORT] {
+            black_hole.set_port(port, PortMode::BlackHole);
+        }
         for (addr, app) in server_apps(spec) {
-            let app = CountingApp {
+            let app = ServerWrap {
                 inner: app,
+                delay: self.server_delay(),
                 sent: Rc::clone(&sent),
             };
             sim.set_port(addr, PortMode::Listen(Box::new(app)))
@@ -593,7 +637,8 @@ impl Scenario {
             end: sim.now(),
             trace_hash: sim.trace().hash(),
             trace_len: sim.trace().len(),
-            links: sim.link_stats(SERVER.ip()).unwrap_or_default(),
+            links: [SERVER, REFUSING, BLACK_HOLE]
+                .map(|a| sim.link_stats(a.ip()).unwrap_or_default()),
             client_received: audited.received,
             server_sent: sent.get(),
             problems,
@@ -645,6 +690,9 @@ impl Scenario {
         } else {
             FixedResponseApp::new(spec.response_len, Duration::ZERO).response_len()
         };
+        let floor = one_way_floor(&spec.path.up, spec.request_len)
+            + self.server_delay()
+            + one_way_floor(&spec.path.down, spec.response_len);
         let mut previous_end = Instant::ZERO;
         for (i, r) in run.records.iter().enumerate() {
             if r.id != CallId(i as u64) || r.started != previous_end || r.finished < r.started {
@@ -661,6 +709,15 @@ impl Scenario {
                     ClientChoice::Engine { .. } => spec.response_len,
                     _ => peer_response_len,
                 };
+                if r.duration() < floor {
+                    return Err(format!(
+                        "call {i} succeeded in {:?}, faster than physically possible \
+                         ({floor:?}: the request up, the server's delay and the response \
+                         down at the smallest delay less the largest jitter and the largest \
+                         bandwidth)",
+                        r.duration()
+                    ));
+                }
                 if ok.status != 200 || ok.response_len != expected {
                     return Err(format!(
                         "call {i} succeeded with status {} and {} response bytes, \
@@ -670,10 +727,11 @@ impl Scenario {
                 }
             }
         }
-        for (dir, stats, schedule) in [
-            ("up", run.links.0, &spec.path.up),
-            ("down", run.links.1, &spec.path.down),
-        ] {
+        let directions = run
+            .links
+            .iter()
+            .flat_map(|(up, down)| [("up", *up, &spec.path.up), ("down", *down, &spec.path.down)]);
+        for (dir, stats, schedule) in directions {
             if stats.offered != stats.delivered + stats.lost + stats.queue_drops {
                 return Err(format!("{dir}link packets do not add up: {stats:?}"));
             }
@@ -695,6 +753,29 @@ impl Scenario {
     }
 }
 
+/// A lower bound on the time `payload` bytes sent at once take to cross a
+/// link direction, whatever its schedule: the smallest delay less the largest
+/// jitter (never below zero, as the link clamps), plus serialization at the
+/// largest bandwidth (none when any period is unlimited). A call needs its
+/// request up and then its response down, both sent after it started, so
+/// no successful call is faster than the sum of both directions' bounds.
+fn one_way_floor(schedule: &LinkSchedule, payload: usize) -> Duration {
+    let all: Vec<&LinkConditions> = std::iter::once(schedule.at(Instant::ZERO))
+        .chain(schedule.changes().iter().map(|(_, c)| c))
+        .collect();
+    let delay = all.iter().map(|c| c.delay).min().unwrap_or(Duration::ZERO);
+    let jitter = all.iter().map(|c| c.jitter).max().unwrap_or(Duration::ZERO);
+    let fastest = LinkConditions {
+        bandwidth_bps: all
+            .iter()
+            .map(|c| c.bandwidth_bps.filter(|b| *b > 0))
+            .collect::<Option<Vec<u64>>>()
+            .and_then(|bws| bws.into_iter().max()),
+        ..LinkConditions::default()
+    };
+    delay.saturating_sub(jitter) + fastest.serialization(payload)
+}
+
 /// The largest queue a link direction ever has.
 fn max_queue(schedule: &LinkSchedule) -> usize {
     schedule
@@ -704,26 +785,33 @@ fn max_queue(schedule: &LinkSchedule) -> usize {
         .fold(schedule.at(Instant::ZERO).queue_packets, usize::max)
 }
 
-/// A server app that counts the payload bytes it asks its host to send.
-struct CountingApp {
+/// A server app wrapper: delays every action of `inner` by `delay` (the
+/// server's processing time) and counts the payload bytes it asks its host to
+/// send.
+struct ServerWrap {
     inner: Box<dyn ServerApp>,
+    delay: Duration,
     sent: Rc<Cell<u64>>,
 }
 
-impl CountingApp {
-    fn count(&self, replies: &ServerReplies, from: usize) {
-        let n: usize = replies.actions()[from..]
-            .iter()
-            .map(|(_, a)| match a {
-                ServerAction::Send(b) => b.len(),
-                _ => 0,
-            })
-            .sum();
-        self.sent.set(self.sent.get() + n as u64);
+impl ServerWrap {
+    fn forward(&self, mine: &ServerReplies, replies: &mut ServerReplies) {
+        for (d, action) in mine.actions() {
+            let at = *d + self.delay;
+            match action {
+                ServerAction::Send(b) => {
+                    self.sent.set(self.sent.get() + b.len() as u64);
+                    replies.send(at, b.clone());
+                }
+                ServerAction::Close => replies.close(at),
+                ServerAction::Abort => replies.abort(at),
+                ServerAction::Wake => replies.wake(at),
+            }
+        }
     }
 }
 
-impl ServerApp for CountingApp {
+impl ServerApp for ServerWrap {
     fn on_accept(
         &mut self,
         now: Instant,
@@ -731,9 +819,9 @@ impl ServerApp for CountingApp {
         peer: SocketAddr,
         replies: &mut ServerReplies,
     ) {
-        let from = replies.actions().len();
-        self.inner.on_accept(now, conn, peer, replies);
-        self.count(replies, from);
+        let mut mine = ServerReplies::default();
+        self.inner.on_accept(now, conn, peer, &mut mine);
+        self.forward(&mine, replies);
     }
 
     fn on_data(
@@ -743,15 +831,15 @@ impl ServerApp for CountingApp {
         data: &[u8],
         replies: &mut ServerReplies,
     ) {
-        let from = replies.actions().len();
-        self.inner.on_data(now, conn, data, replies);
-        self.count(replies, from);
+        let mut mine = ServerReplies::default();
+        self.inner.on_data(now, conn, data, &mut mine);
+        self.forward(&mine, replies);
     }
 
     fn on_peer_closed(&mut self, now: Instant, conn: ServerConnId, replies: &mut ServerReplies) {
-        let from = replies.actions().len();
-        self.inner.on_peer_closed(now, conn, replies);
-        self.count(replies, from);
+        let mut mine = ServerReplies::default();
+        self.inner.on_peer_closed(now, conn, &mut mine);
+        self.forward(&mine, replies);
     }
 
     fn on_reset(&mut self, now: Instant, conn: ServerConnId) {
@@ -759,9 +847,9 @@ impl ServerApp for CountingApp {
     }
 
     fn on_wakeup(&mut self, now: Instant, conn: ServerConnId, replies: &mut ServerReplies) {
-        let from = replies.actions().len();
-        self.inner.on_wakeup(now, conn, replies);
-        self.count(replies, from);
+        let mut mine = ServerReplies::default();
+        self.inner.on_wakeup(now, conn, &mut mine);
+        self.forward(&mine, replies);
     }
 }
 
