@@ -13,23 +13,29 @@
 //!
 //! | target | what runs | oracles |
 //! |---|---|---|
-//! | [`sim_scenario`] | one client (stn's engine under a profile on the short or long link, or a peer model) making ≤ [`MAX_CALLS`] sequential calls over a lossy, shaped, possibly interrupted path | engine contract after every event (no violation); every call ends exactly once, in order, back to back, `finished ≥ started`; a successful call carries exactly the server's body (status 200) and is not faster than the path allows; the run ends within [`TIME_CAP`]; link accounting and queue ≤ its cap; bytes delivered to the client ≤ bytes the servers sent; same input → same trace hash and records |
+//! | [`sim_scenario`] | one client (stn's engine under a profile on the short or long link, or a peer model) making ≤ [`MAX_CALLS`] sequential calls over a lossy, shaped, possibly interrupted path | engine contract after every event (no violation); every call ends exactly once, in order, back to back, `finished ≥ started`; a successful call carries exactly the server's body (status 200) and is not faster than the path allows; the run ends within [`TIME_CAP`]; link accounting and queue ≤ its cap; bytes delivered to the client ≤ bytes the servers sent; same input → same trace hash, records and counters, whether or not the trace keeps its events |
 //!
 //! # Input layout
 //!
 //! [`Scenario`] derives [`Arbitrary`], field by field in declaration order
-//! (enums take a `u32` for the variant); numbers are bounded when used, so
-//! any value is valid: the root seed; the client ([`ClientChoice`]: engine
-//! profile, channel, retry count, DNS copies; or a peer model); the TCP stack;
-//! the path ([`PathChoice`]: a preset with its loss model replaced, or each
-//! direction's delay ≤ 1 s, jitter ≤ 255 ms, bandwidth 16 kbit/s–4 Mbit/s or
-//! unlimited, queue 1–64 packets, and Bernoulli or Gilbert–Elliott loss ≤ 90 %);
-//! the schedule ([`ScheduleChoice`]: steady, an outage starting within 25.5 s
-//! and lasting 1–60 s, or up to three scripted changes within 60 s); request
-//! and response body sizes ([`BodySize`], ≤ 64 KiB, mostly < 1 KiB); a
-//! keep-alive or `Connection: close` server; the servers' processing delay
-//! (≤ 32.5 s, mostly short); dead addresses (refusing, black-holed) before
-//! the live one; 1–[`MAX_CALLS`] calls.
+//! (enums take a `u32` for the variant; bytes missing at the end read as
+//! zeros); numbers are bounded when used, so any value is valid:
+//! 1. the client ([`ClientChoice`]: the engine with its profile, channel,
+//!    retry count and DNS copies, or a peer model with its route count);
+//! 2. the TCP stack ([`StackChoice`]);
+//! 3. the path ([`PathChoice`]: a preset with its loss model replaced, or each
+//!    direction's delay ≤ 1 s, jitter ≤ 255 ms, bandwidth 16 kbit/s–4 Mbit/s
+//!    or unlimited, queue 1–64 packets, Bernoulli or Gilbert–Elliott loss
+//!    ≤ 90 %);
+//! 4. the schedule ([`ScheduleChoice`]: steady, an outage starting within
+//!    25.5 s and lasting 1–60 s, or up to three scripted changes within 60 s);
+//! 5. request and response body sizes ([`BodySize`]: ≤ 64 KiB, mostly
+//!    < 1 KiB);
+//! 6. a keep-alive or `Connection: close` short-link server;
+//! 7. the servers' processing delay (≤ 32.5 s, mostly short);
+//! 8. dead addresses (refusing, black-holed) before the live one;
+//! 9. 1–[`MAX_CALLS`] calls;
+//! 10. the root seed.
 //!
 //! [`TARGETS`] lists the target with its seed inputs (the committed corpus
 //! under `fuzz/corpus/sim_scenario/` is generated from [`Target::seeds`]).
@@ -45,8 +51,7 @@ use stn_proto::Profile;
 
 use crate::apps::FixedResponseApp;
 use crate::bench::scenario::{
-    engine_client, response_body, server_apps, EngineVariant, Platform, RunSpec, LONG_PORT,
-    SERVER,
+    engine_client, response_body, server_apps, EngineVariant, Platform, RunSpec, LONG_PORT, SERVER,
 };
 use crate::bench::stn_client::StnClient;
 use crate::client::ClientCx;
@@ -82,11 +87,15 @@ pub const TARGETS: &[Target] = &[Target {
 }];
 
 /// A host whose ports refuse connections (RST), behind the same path.
-pub const REFUSING: SocketAddr =
-    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 3)), 8080);
+pub const REFUSING: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 3)),
+    8080,
+);
 /// A host whose ports drop SYNs (firewalled), behind the same path.
-pub const BLACK_HOLE: SocketAddr =
-    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 4)), 8080);
+pub const BLACK_HOLE: SocketAddr = SocketAddr::new(
+    std::net::IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 0, 4)),
+    8080,
+);
 
 /// Most calls one scenario makes (each a full request/response exchange, so
 /// one input runs in milliseconds).
@@ -536,8 +545,10 @@ impl Scenario {
     }
 
     /// Runs the scenario once (no oracle but the ones checked during the
-    /// run, which land in [`ScenarioRun::problems`]).
-    pub fn run(&self) -> ScenarioRun {
+    /// run, which land in [`ScenarioRun::problems`]); `keep_events` keeps
+    /// every trace event, which must change nothing (checked: the kept events
+    /// are as many as the trace counts).
+    pub fn run(&self, keep_events: bool) -> ScenarioRun {
         let spec = self.run_spec();
         let dead = self.dead();
         let routes: Vec<SocketAddr> = dead
@@ -561,7 +572,7 @@ impl Scenario {
                 cfg.resolve = routes.iter().map(SocketAddr::ip).collect();
                 let stack = cfg.stack.clone();
                 let client = StnClient::new(cfg).expect_body(response_body(spec.response_len));
-                self.run_client(&spec, client, stack, |c, problems| {
+                self.run_client(keep_events, &spec, client, stack, |c, problems| {
                     problems.extend(c.violations().iter().cloned());
                     if c.tasks_in_flight() != 0 {
                         problems.push(format!(
@@ -573,29 +584,30 @@ impl Scenario {
             }
             ClientChoice::OkHttp2017 => {
                 let c = OkHttp2017::benchmarked(SERVER, kernel);
-                self.run_client(&spec, c, kernel.stack(), |_, _| {})
+                self.run_client(keep_events, &spec, c, kernel.stack(), |_, _| {})
             }
             ClientChoice::OkHttp2017Sensitivity => {
                 let c = OkHttp2017::sensitivity(SERVER, kernel);
-                self.run_client(&spec, c, kernel.stack(), |_, _| {})
+                self.run_client(keep_events, &spec, c, kernel.stack(), |_, _| {})
             }
             ClientChoice::OkHttp5 { .. } => {
                 let c = OkHttp5::recommended(routes, kernel);
-                self.run_client(&spec, c, kernel.stack(), |_, _| {})
+                self.run_client(keep_events, &spec, c, kernel.stack(), |_, _| {})
             }
             ClientChoice::NsUrlSession => {
                 let c = NsUrlSession::benchmarked(SERVER);
-                self.run_client(&spec, c, TcpStack::xnu(), |_, _| {})
+                self.run_client(keep_events, &spec, c, TcpStack::xnu(), |_, _| {})
             }
             ClientChoice::NsUrlSessionShared { .. } => {
                 let c = NsUrlSession::recommended(routes);
-                self.run_client(&spec, c, TcpStack::xnu(), |_, _| {})
+                self.run_client(keep_events, &spec, c, TcpStack::xnu(), |_, _| {})
             }
         }
     }
 
     fn run_client<C: CallClient>(
         &self,
+        keep_events: bool,
         spec: &RunSpec,
         client: C,
         stack: TcpStack,
@@ -603,7 +615,7 @@ impl Scenario {
     ) -> ScenarioRun {
         let sent = Rc::new(Cell::new(0u64));
         let mut sim = Simulation::new(spec.seed);
-        sim.keep_trace_events(false);
+        sim.keep_trace_events(keep_events);
         sim.add_host(SERVER.ip(), spec.path.clone());
         sim.add_host(REFUSING.ip(), spec.path.clone());
         let black_hole = sim.add_host(BLACK_HOLE.ip(), spec.path.clone());
@@ -631,6 +643,13 @@ impl Scenario {
         let audited = workload.client();
         let mut problems = audited.problems.clone();
         client_checks(&audited.inner, &mut problems);
+        let kept = sim.trace().events().len() as u64;
+        if keep_events && kept != sim.trace().len() {
+            problems.push(format!(
+                "the trace kept {kept} events and counted {}",
+                sim.trace().len()
+            ));
+        }
         ScenarioRun {
             records: workload.records().to_vec(),
             outcome,
@@ -648,10 +667,11 @@ impl Scenario {
     /// Runs the scenario twice and checks every oracle of the [module
     /// docs](self); the error names the broken one and the scenario.
     pub fn check(&self) -> Result<ScenarioRun, String> {
-        let run = self.run();
+        let run = self.run(false);
         self.check_run(&run)
             .map_err(|e| format!("{e}\n  scenario {}: {self:?}", self.name()))?;
-        let again = self.run();
+        // The second run keeps every trace event: same hash and count.
+        let again = self.run(true);
         if again != run {
             return Err(format!(
                 "same scenario, different runs: trace hash {:#x} / {:#x}, {} / {} events, \
@@ -681,7 +701,10 @@ impl Scenario {
             ));
         }
         if run.records.len() as u64 != calls {
-            return Err(format!("{} calls recorded, {calls} made", run.records.len()));
+            return Err(format!(
+                "{} calls recorded, {calls} made",
+                run.records.len()
+            ));
         }
         let spec = self.run_spec();
         // What a peer counts as the response: head + body.
@@ -940,7 +963,12 @@ mod tests {
         for target in TARGETS {
             let seeds = (target.seeds)();
             // 4 profiles × 2 channels + 5 peers, each with 3 schedule kinds.
-            assert_eq!(seeds.len(), 39, "{}: a client or schedule kind is missing", target.name);
+            assert_eq!(
+                seeds.len(),
+                39,
+                "{}: a client or schedule kind is missing",
+                target.name
+            );
             for (_, input) in seeds {
                 (target.run)(&input);
             }
@@ -963,7 +991,9 @@ mod tests {
         }
         .conditions();
         assert!(c.delay <= Duration::from_secs(1));
-        assert!(c.bandwidth_bps.is_some_and(|b| b >= 16_000 && b < 4_016_000));
+        assert!(c
+            .bandwidth_bps
+            .is_some_and(|b| (16_000..4_016_000).contains(&b)));
         assert!((1..=64).contains(&c.queue_packets));
         assert_eq!(c.loss, LossModel::percent(f64::from(255 % 91)));
         assert_eq!(LossChoice::Percent(90).model(), LossModel::percent(90.0));
@@ -991,7 +1021,13 @@ mod tests {
             }
         }
         let s = Scenario::from_bytes(&[]);
-        let run = s.run_client(&s.run_spec(), Twice(Vec::new()), TcpStack::xnu(), |_, _| {});
+        let run = s.run_client(
+            false,
+            &s.run_spec(),
+            Twice(Vec::new()),
+            TcpStack::xnu(),
+            |_, _| {},
+        );
         assert_eq!(run.records.len(), 1);
         assert_eq!(run.problems.len(), 1, "{:?}", run.problems);
         assert!(s.check_run(&run).is_err());
