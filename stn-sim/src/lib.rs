@@ -20,7 +20,10 @@
 //! - [`fresh_conn`]: the "fresh connection per request" HTTP client, the
 //!   skeleton of the OkHttp-2017 peer;
 //! - [`sim`]: the [`Simulation`] event loop; [`trace`]: the trace and hash;
-//! - [`http`]: just enough HTTP/1.1 framing for the simulated short link.
+//! - [`http`]: just enough HTTP/1.1 framing for the simulated short link;
+//! - `fuzzing` (feature `fuzzing`): the `sim_scenario` fuzz target body —
+//!   small random scenarios of every client, link, stack and schedule, run
+//!   with oracles — shared with the swarm test.
 //!
 //! Topology: one client host (`10.0.0.1`, ephemeral ports from 32768) and
 //! any number of server hosts, each behind its own [`path::PathSchedule`]
@@ -74,6 +77,8 @@ pub mod bench;
 pub mod client;
 pub mod event;
 pub mod fresh_conn;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod host;
 pub mod http;
 pub mod link;

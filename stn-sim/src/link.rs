@@ -223,6 +223,9 @@ pub struct LinkStats {
     pub lost: u64,
     /// Packets dropped because the queue was full.
     pub queue_drops: u64,
+    /// Most packets ever waiting in (or being serialized by) the bottleneck
+    /// at once: never more than the largest `queue_packets` in force.
+    pub peak_queue: usize,
 }
 
 /// The running state of one link direction.
@@ -286,6 +289,7 @@ impl Link {
             let finish = start + c.serialization(wire_bytes);
             self.busy_until = finish;
             self.in_queue.push_back(finish);
+            self.stats.peak_queue = self.stats.peak_queue.max(self.in_queue.len());
             finish
         } else {
             now
@@ -399,6 +403,7 @@ mod tests {
             LinkVerdict::Deliver(_)
         ));
         assert_eq!(l.stats().queue_drops, 1);
+        assert_eq!(l.stats().peak_queue, 3);
     }
 
     #[test]

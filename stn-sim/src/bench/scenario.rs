@@ -12,6 +12,7 @@ use crate::bench::long_server::LongLinkServerApp;
 use crate::bench::record::RunRecord;
 use crate::bench::stn_client::{StnClient, StnClientConfig};
 use crate::client::SimClient;
+use crate::host::{PortMode, ServerApp};
 use crate::http;
 use crate::oracle::{fresh_tcp_call, long_link_call, Knowledge, PhysicalLimit};
 use crate::path::{PathConditions, PathSchedule};
@@ -179,8 +180,6 @@ const HORIZON: Instant = Instant::from_secs(500_000);
 /// Virtual time a single call (the sensitivity test) may last.
 const SINGLE_LIMIT: Instant = Instant::from_secs(300);
 
-/// Builds the simulation of `spec` (server host, apps); `keep_events` keeps
-/// every trace event (the hash is the same either way).
 /// Runs `workload` alone on a fresh simulation of `spec` (no trace events
 /// kept) until it finishes or `limit`, and returns what `read` takes from
 /// it, the simulated seconds and the trace hash. One runner for every client
@@ -202,26 +201,41 @@ fn run_workload<W: SimClient, R>(
     )
 }
 
+/// Builds the simulation of `spec` (server host, apps); `keep_events` keeps
+/// every trace event (the hash is the same either way).
 fn simulation<C: SimClient>(spec: &RunSpec, keep_events: bool) -> Simulation<C> {
     let mut sim = Simulation::new(spec.seed);
     sim.keep_trace_events(keep_events);
     sim.add_host(SERVER.ip(), spec.path.clone());
-    if spec.keep_alive_server {
-        sim.listen(SERVER, KeepAliveApp::new(spec.response_len, Duration::ZERO))
-            .ok();
-    } else {
-        sim.listen(
-            SERVER,
-            FixedResponseApp::new(spec.response_len, Duration::ZERO),
-        )
-        .ok();
+    for (addr, app) in server_apps(spec) {
+        sim.set_port(addr, PortMode::Listen(app)).ok();
     }
-    sim.listen(
-        SocketAddr::new(SERVER.ip(), LONG_PORT),
-        LongLinkServerApp::new(spec.response_len, Duration::ZERO),
-    )
-    .ok();
     sim
+}
+
+/// The server applications of `spec`, with their addresses: the short-link
+/// HTTP server on [`SERVER`] (keep-alive or `Connection: close`) and the
+/// long-link server on [`LONG_PORT`], both answering `spec.response_len`
+/// body bytes at once. (The fuzz target wraps them to count their bytes.)
+pub fn server_apps(spec: &RunSpec) -> Vec<(SocketAddr, Box<dyn ServerApp>)> {
+    let short: Box<dyn ServerApp> = if spec.keep_alive_server {
+        Box::new(KeepAliveApp::new(spec.response_len, Duration::ZERO))
+    } else {
+        Box::new(FixedResponseApp::new(spec.response_len, Duration::ZERO))
+    };
+    vec![
+        (SERVER, short),
+        (
+            SocketAddr::new(SERVER.ip(), LONG_PORT),
+            Box::new(LongLinkServerApp::new(spec.response_len, Duration::ZERO)),
+        ),
+    ]
+}
+
+/// The body every server app of [`server_apps`] answers with
+/// (`response_len` bytes of `i % 251`).
+pub fn response_body(response_len: usize) -> bytes::Bytes {
+    (0..response_len).map(|i| (i % 251) as u8).collect()
 }
 
 /// The engine client of `variant` for `spec` on `platform`.

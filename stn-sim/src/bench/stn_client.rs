@@ -147,6 +147,8 @@ pub struct StnClient {
     finished_tasks: u64,
     /// Every attempt's report, when kept ([`StnClient::keep_reports`]).
     reports: Option<Vec<Report>>,
+    /// The body the server sends, when checked ([`StnClient::expect_body`]).
+    expected_body: Option<Bytes>,
 }
 
 impl StnClient {
@@ -165,7 +167,17 @@ impl StnClient {
             violations: Vec::new(),
             finished_tasks: 0,
             reports: None,
+            expected_body: None,
         }
+    }
+
+    /// Checks every successful response against the body the server sends:
+    /// a different body, or an HTTP status other than 200, is recorded as a
+    /// violation ([`StnClient::violations`]).
+    #[must_use]
+    pub fn expect_body(mut self, body: Bytes) -> Self {
+        self.expected_body = Some(body);
+        self
     }
 
     /// Keeps every attempt's [`Report`] for analysis ([`StnClient::reports`]).
@@ -345,6 +357,17 @@ impl StnClient {
                 if self.cfg.channel == Channel::Long {
                     let n = self.connects - run.long_connects_at_start;
                     run.cost.connects += u32::try_from(n).unwrap_or(u32::MAX);
+                }
+                if let (Ok(resp), Some(expected)) = (&outcome, &self.expected_body) {
+                    if resp.body != *expected || resp.status.is_some_and(|s| s != 200) {
+                        self.violations.push(format!(
+                            "at {now:?}: {id:?} succeeded with status {:?} and {} body bytes, \
+                             not the server's 200 and its {} bytes",
+                            resp.status,
+                            resp.body.len(),
+                            expected.len()
+                        ));
+                    }
                 }
                 let result = match outcome {
                     Ok(resp) => Ok(CallSuccess {

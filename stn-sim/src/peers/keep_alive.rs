@@ -100,6 +100,11 @@ impl KeepAliveApp {
     pub fn resets(&self) -> u64 {
         self.resets
     }
+
+    /// Total bytes of each response (head + body).
+    pub fn response_len(&self) -> usize {
+        self.response.len()
+    }
 }
 
 impl ServerApp for KeepAliveApp {
