@@ -352,6 +352,11 @@ pub struct Task {
     /// response, retry, end the task or report an expired session. Off by
     /// default: the response ends the task as soon as it arrives.
     pub judge: bool,
+    /// May the engine hedge this task's short-link request — send it once
+    /// more on a fresh connection while the first goes unanswered
+    /// ([`HedgePolicy`](crate::engine::HedgePolicy), stn profile)? Default
+    /// true; set false for a request the server must not see twice.
+    pub hedge: bool,
 }
 
 impl Task {
@@ -379,6 +384,7 @@ impl Task {
             headers: Vec::new(),
             user_tag: 0,
             judge: false,
+            hedge: true,
         }
     }
 
@@ -463,6 +469,13 @@ impl Task {
     #[must_use]
     pub fn judge(mut self, on: bool) -> Self {
         self.judge = on;
+        self
+    }
+
+    /// Sets [`Task::hedge`].
+    #[must_use]
+    pub fn hedge(mut self, on: bool) -> Self {
+        self.hedge = on;
         self
     }
 

@@ -22,7 +22,8 @@ use super::*;
 /// attempt and one at a time. A hedge is part of its attempt: it does not use
 /// a retry, pass the anti-avalanche limits again, or count against
 /// `max_in_flight_short`; the attempt's [`Report::hedges`] counts them.
-/// Servers that cannot take a request twice: set [`Config::hedge`] to `None`.
+/// A request the server must not see twice: [`Task::hedge`] `false` (or
+/// [`Config::hedge`] `None` for every task).
 ///
 /// Measured (`cargo run --release -p stn-sim -- bench`, seed 1, 500 calls,
 /// retry count 0): at 30 % loss each way stn's total fell from 534 s to
@@ -95,11 +96,11 @@ impl Engine {
             .saturating_mul(policy.rtt_factor)
             .max(policy.min_delay)
             .min(policy.max_delay);
-        let server = self
-            .tasks
-            .get(&id)
-            .and_then(|e| e.task.server_process_cost)
-            .unwrap_or(Duration::ZERO);
+        let task = &self.tasks.get(&id)?.task;
+        if !task.hedge {
+            return None;
+        }
+        let server = task.server_process_cost.unwrap_or(Duration::ZERO);
         // Each further hedge waits one more delay.
         Some(sent + delay.saturating_mul(state.started + 1) + server)
     }

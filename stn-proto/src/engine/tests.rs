@@ -1626,7 +1626,7 @@ fn at_most_two_hedges_one_at_a_time() {
 }
 
 #[test]
-fn no_hedge_after_a_response_byte_for_large_requests_or_under_mars() {
+fn no_hedge_after_a_response_byte_for_large_requests_opted_out_tasks_or_under_mars() {
     // A response has started: the transfer is under way.
     let mut h = H::new(short_cfg(Profile::Stn));
     h.submit(short_task("x"));
@@ -1640,6 +1640,12 @@ fn no_hedge_after_a_response_byte_for_large_requests_or_under_mars() {
     // A large request.
     let mut h = H::new(short_cfg(Profile::Stn));
     h.submit(short_task(&"x".repeat(9 * 1024)));
+    let (c, _) = connects(&h.log)[0];
+    h.ev(c, ConnEvent::Connected);
+    assert!(connects(&h.advance(secs(5))).is_empty());
+    // A task that opts out.
+    let mut h = H::new(short_cfg(Profile::Stn));
+    h.submit(short_task("x").hedge(false));
     let (c, _) = connects(&h.log)[0];
     h.ev(c, ConnEvent::Connected);
     assert!(connects(&h.advance(secs(5))).is_empty());
