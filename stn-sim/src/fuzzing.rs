@@ -67,17 +67,8 @@ use crate::workload::{
 };
 use crate::{RunOutcome, Simulation};
 
-/// One fuzz target: its name (the cargo-fuzz target and corpus folder), its
-/// body, and a few meaningful seed inputs.
-#[derive(Clone, Copy, Debug)]
-pub struct Target {
-    /// Name of the cargo-fuzz target and of its folder under `fuzz/corpus/`.
-    pub name: &'static str,
-    /// The body: panics on a finding.
-    pub run: fn(&[u8]),
-    /// Seed inputs, each with a file name (stable, descriptive).
-    pub seeds: fn() -> Vec<(String, Vec<u8>)>,
-}
+/// A fuzz target (the same shape as stn-proto's).
+pub use stn_proto::fuzzing::Target;
 
 /// Every fuzz target of the simulator.
 pub const TARGETS: &[Target] = &[Target {
