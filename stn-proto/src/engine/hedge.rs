@@ -25,10 +25,12 @@ use super::*;
 /// A request the server must not see twice: [`Task::hedge`] `false` (or
 /// [`Config::hedge`] `None` for every task).
 ///
-/// Measured (`cargo run --release -p stn-sim -- bench`, seed 1, 500 calls,
-/// retry count 0): at 30 % loss each way stn's total fell from 534 s to
-/// 421 s on iOS TCP and from 470 s to 417 s on Linux TCP; at 70 % from
-/// 8469 s to 6126 s and 8929 s to 5907 s; clean 3G/2G unchanged.
+/// Measured when hedging was added, before the race floor and Karn's rule
+/// (`cargo run --release -p stn-sim -- bench`, seed 1, 500 calls, retry
+/// count 0): at 30 % loss each way stn's total fell from 534 s to 421 s on
+/// iOS TCP and from 470 s to 417 s on Linux TCP; at 70 % from 8469 s to
+/// 6126 s and 8929 s to 5907 s; clean 3G/2G unchanged. The README has
+/// today's figures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HedgePolicy {
     /// A hedge starts `clamp(rtt_factor · rtt, min_delay, max_delay)` plus
