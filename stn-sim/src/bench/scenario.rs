@@ -380,11 +380,6 @@ pub fn run_sequential(
 ) -> RunResult {
     let name = kind.name(platform);
     let mut rec = base_record(spec, platform, name);
-    let wl = SequentialConfig {
-        request_len: spec.request_len,
-        target_successes: successes,
-        max_calls: successes.saturating_mul(10),
-    };
     if *kind == ClientKind::Oracle {
         let oracle = PhysicalLimit::new(&spec.path, spec.seed);
         let runs = oracle.run_sequence(
@@ -431,26 +426,37 @@ pub fn run_sequential(
             violations: Vec::new(),
         };
     }
-    let ((calls, violations), sim_s, hash) = match kind {
-        ClientKind::Engine(v) => {
-            let client = engine_client(v, platform, spec);
-            let stack = client.stack();
-            run_workload(
-                spec,
-                SequentialWorkload::new(client, wl),
-                stack,
-                HORIZON,
-                |w| (w.records().to_vec(), w.client().violations().to_vec()),
-            )
-        }
-        _ => {
-            let client = peer_client(kind, platform, spec);
-            let workload = SequentialWorkload::new(client, wl);
-            run_workload(spec, workload, platform.stack(), HORIZON, |w| {
-                (w.records().to_vec(), Vec::new())
-            })
-        }
-    };
+    if let ClientKind::Engine(v) = kind {
+        return run_engine_sequential(engine_client(v, platform, spec), platform, spec, successes)
+            .0;
+    }
+    let client = peer_client(kind, platform, spec);
+    let workload = SequentialWorkload::new(client, sequential_config(spec, successes));
+    let (calls, sim_s, hash) = run_workload(spec, workload, platform.stack(), HORIZON, |w| {
+        w.records().to_vec()
+    });
+    sequential_result(rec, calls, Vec::new(), sim_s, hash, successes)
+}
+
+/// The benchmark loop's workload: until `successes` successes, at most 10×
+/// as many calls.
+fn sequential_config(spec: &RunSpec, successes: u64) -> SequentialConfig {
+    SequentialConfig {
+        request_len: spec.request_len,
+        target_successes: successes,
+        max_calls: successes.saturating_mul(10),
+    }
+}
+
+/// The result of a sequential run: `rec` filled from `calls`.
+fn sequential_result(
+    mut rec: RunRecord,
+    calls: Vec<CallRecord>,
+    violations: Vec<String>,
+    sim_s: f64,
+    trace_hash: u64,
+    successes: u64,
+) -> RunResult {
     let stats = WorkloadStats::from_records(&calls);
     fill_stats(&mut rec, &stats);
     rec.ok = stats.successes >= successes;
@@ -459,7 +465,36 @@ pub fn run_sequential(
         record: rec,
         calls,
         sim_s,
-        trace_hash: hash,
+        trace_hash,
+        violations,
+    }
+}
+
+/// The result of a single-call run ended by `limit`: `total_s` is the call's
+/// end (success or failure), `completion_s` its success.
+fn single_result(
+    mut rec: RunRecord,
+    call: Option<CallRecord>,
+    violations: Vec<String>,
+    sim_s: f64,
+    trace_hash: u64,
+    limit: Instant,
+) -> RunResult {
+    let calls: Vec<CallRecord> = call.into_iter().collect();
+    let stats = WorkloadStats::from_records(&calls);
+    fill_stats(&mut rec, &stats);
+    let end = call.map_or(secs(limit - Instant::ZERO), |c| {
+        secs(c.finished - Instant::ZERO)
+    });
+    rec.total_s = end;
+    rec.completion_s = call.filter(CallRecord::is_ok).map(|_| end);
+    rec.ok = rec.completion_s.is_some();
+    rec.sim_s = Some(sim_s);
+    RunResult {
+        record: rec,
+        calls,
+        sim_s,
+        trace_hash,
         violations,
     }
 }
@@ -472,63 +507,33 @@ pub fn run_engine_sequential(
     spec: &RunSpec,
     successes: u64,
 ) -> (RunResult, Vec<stn_proto::engine::Report>) {
-    let mut rec = base_record(spec, platform, &client.config().name.clone());
-    let wl = SequentialConfig {
-        request_len: spec.request_len,
-        target_successes: successes,
-        max_calls: successes.saturating_mul(10),
-    };
-    let mut sim = simulation(spec, false);
+    let rec = base_record(spec, platform, &client.config().name.clone());
     let stack = client.stack();
-    let id = sim.add_client(SequentialWorkload::new(client, wl), stack);
-    sim.run_until_finished(HORIZON);
-    let w = sim.client(id);
-    let calls = w.records().to_vec();
-    let stats = WorkloadStats::from_records(&calls);
-    fill_stats(&mut rec, &stats);
-    rec.ok = stats.successes >= successes;
-    let sim_s = secs(sim.now() - Instant::ZERO);
-    rec.sim_s = Some(sim_s);
+    let workload = SequentialWorkload::new(client, sequential_config(spec, successes));
+    let ((calls, violations, reports), sim_s, hash) =
+        run_workload(spec, workload, stack, HORIZON, |w| {
+            (
+                w.records().to_vec(),
+                w.client().violations().to_vec(),
+                w.client().reports().to_vec(),
+            )
+        });
     (
-        RunResult {
-            record: rec,
-            calls,
-            sim_s,
-            trace_hash: sim.trace().hash(),
-            violations: w.client().violations().to_vec(),
-        },
-        w.client().reports().to_vec(),
+        sequential_result(rec, calls, violations, sim_s, hash, successes),
+        reports,
     )
 }
 
 /// [`run_single`] for an engine client built by the caller.
 pub fn run_engine_single(client: StnClient, platform: Platform, spec: &RunSpec) -> RunResult {
-    let mut rec = base_record(spec, platform, &client.config().name.clone());
-    let limit = SINGLE_LIMIT;
+    let rec = base_record(spec, platform, &client.config().name.clone());
     let stack = client.stack();
-    let mut sim = simulation(spec, false);
-    let id = sim.add_client(SingleShot::new(client, spec.request_len), stack);
-    sim.run_until_finished(limit);
-    let w = sim.client(id);
-    let call = w.record().copied();
-    let calls: Vec<CallRecord> = call.into_iter().collect();
-    let stats = WorkloadStats::from_records(&calls);
-    fill_stats(&mut rec, &stats);
-    let end = call.map_or(secs(limit - Instant::ZERO), |c| {
-        secs(c.finished - Instant::ZERO)
-    });
-    rec.total_s = end;
-    rec.completion_s = call.filter(CallRecord::is_ok).map(|_| end);
-    rec.ok = rec.completion_s.is_some();
-    let sim_s = secs(sim.now() - Instant::ZERO);
-    rec.sim_s = Some(sim_s);
-    RunResult {
-        record: rec,
-        calls,
-        sim_s,
-        trace_hash: sim.trace().hash(),
-        violations: w.client().violations().to_vec(),
-    }
+    let workload = SingleShot::new(client, spec.request_len);
+    let ((call, violations), sim_s, hash) =
+        run_workload(spec, workload, stack, SINGLE_LIMIT, |w| {
+            (w.record().copied(), w.client().violations().to_vec())
+        });
+    single_result(rec, call, violations, sim_s, hash, SINGLE_LIMIT)
 }
 
 /// One call at t = 0 (the sensitivity test) for one client; the record's
@@ -562,40 +567,15 @@ pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunR
             violations: Vec::new(),
         };
     }
-    let ((call, violations), sim_s, hash) = match kind {
-        ClientKind::Engine(v) => {
-            let client = engine_client(v, platform, spec);
-            let stack = client.stack();
-            let workload = SingleShot::new(client, spec.request_len);
-            run_workload(spec, workload, stack, limit, |w| {
-                (w.record().copied(), w.client().violations().to_vec())
-            })
-        }
-        _ => {
-            let client = peer_client(kind, platform, spec);
-            let workload = SingleShot::new(client, spec.request_len);
-            run_workload(spec, workload, platform.stack(), limit, |w| {
-                (w.record().copied(), Vec::new())
-            })
-        }
-    };
-    let calls: Vec<CallRecord> = call.into_iter().collect();
-    let stats = WorkloadStats::from_records(&calls);
-    fill_stats(&mut rec, &stats);
-    let end = call.map_or(secs(limit - Instant::ZERO), |c| {
-        secs(c.finished - Instant::ZERO)
-    });
-    rec.total_s = end;
-    rec.completion_s = call.filter(CallRecord::is_ok).map(|_| end);
-    rec.ok = rec.completion_s.is_some();
-    rec.sim_s = Some(sim_s);
-    RunResult {
-        record: rec,
-        calls,
-        sim_s,
-        trace_hash: hash,
-        violations,
+    if let ClientKind::Engine(v) = kind {
+        return run_engine_single(engine_client(v, platform, spec), platform, spec);
     }
+    let client = peer_client(kind, platform, spec);
+    let workload = SingleShot::new(client, spec.request_len);
+    let (call, sim_s, hash) = run_workload(spec, workload, platform.stack(), limit, |w| {
+        w.record().copied()
+    });
+    single_result(rec, call, Vec::new(), sim_s, hash, limit)
 }
 
 /// One run with every trace event kept.
