@@ -904,15 +904,7 @@ impl Engine {
                     self.cancel_exchange(now, id, ex);
                 }
                 // Safety net: nothing of this attempt stays open.
-                let left: Vec<ConnId> = self
-                    .conns
-                    .iter()
-                    .filter(|(_, o)| **o == Owner::Short(id))
-                    .map(|(c, _)| *c)
-                    .collect();
-                for conn in left {
-                    self.emit_io(Owner::Short(id), IoAction::Close { conn });
-                }
+                self.close_short_conns(id);
             }
             State::Long => {
                 if let Some(long) = self.long.as_mut() {

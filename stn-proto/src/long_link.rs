@@ -100,7 +100,7 @@ use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
 use crate::monitor::{ConnectMonitor, ConnectMonitorConfig, MonitorAction};
 use crate::net::{ConnectError, SocketAddr};
 use crate::profile::Profile;
-use crate::race::{AttemptId, AttemptResult, FailReason, Race, RaceAction, RaceConfig};
+use crate::race::{AttemptId, FailReason, Race, RaceAction, RaceConfig};
 use crate::task::TaskId;
 use crate::time::{Duration, Instant, MonotonicClock};
 
@@ -760,19 +760,10 @@ impl LongLink {
                     }
                 }
                 RaceAction::Report { addr, result, .. } => {
-                    let report = match result {
-                        AttemptResult::Connected { connect_time } => EndpointReport {
-                            addr,
-                            ok: true,
-                            connect_time: Some(connect_time),
-                            error: None,
-                        },
-                        AttemptResult::Failed(error) => connect_failure(addr, error),
-                        // Cancelled by stn (SYNs looked lost, or another
-                        // attempt was faster): no verdict, as the short link.
-                        AttemptResult::Abandoned | AttemptResult::Lost => continue,
-                    };
-                    self.events.push_back(LongLinkEvent::Endpoint(report));
+                    // Cancelled attempts give no verdict, as on the short link.
+                    if let Some(report) = EndpointReport::from_attempt(addr, result) {
+                        self.events.push_back(LongLinkEvent::Endpoint(report));
+                    }
                 }
                 RaceAction::Won {
                     attempt,
@@ -1103,18 +1094,6 @@ fn encode(codec: &CodecConfig, frame: &Frame) -> Option<Bytes> {
     let mut buf = BytesMut::with_capacity(frame.encoded_len());
     codec.encode(frame, &mut buf).ok()?;
     Some(buf.freeze())
-}
-
-fn connect_failure(addr: SocketAddr, error: ConnectError) -> EndpointReport {
-    EndpointReport {
-        addr,
-        ok: false,
-        connect_time: None,
-        error: Some(Error::Connect {
-            addr: Some(addr),
-            error,
-        }),
-    }
 }
 
 fn socket_error(reason: CloseReason) -> SocketError {

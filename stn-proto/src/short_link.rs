@@ -212,6 +212,32 @@ pub struct EndpointReport {
     pub error: Option<Error>,
 }
 
+impl EndpointReport {
+    /// What a racing attempt's end says about its address: a connect time,
+    /// a connect failure, or — cancelled by stn (abandoned, or another attempt
+    /// was faster) — nothing.
+    pub fn from_attempt(addr: SocketAddr, result: AttemptResult) -> Option<Self> {
+        match result {
+            AttemptResult::Connected { connect_time } => Some(EndpointReport {
+                addr,
+                ok: true,
+                connect_time: Some(connect_time),
+                error: None,
+            }),
+            AttemptResult::Failed(error) => Some(EndpointReport {
+                addr,
+                ok: false,
+                connect_time: None,
+                error: Some(Error::Connect {
+                    addr: Some(addr),
+                    error,
+                }),
+            }),
+            AttemptResult::Abandoned | AttemptResult::Lost => None,
+        }
+    }
+}
+
 /// How an exchange ended, with its measurements.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ExchangeResult {
@@ -641,29 +667,12 @@ impl ShortLinkExchange {
     }
 
     fn report_attempt(&mut self, addr: SocketAddr, result: AttemptResult) {
-        let report = match result {
-            AttemptResult::Connected { connect_time } => EndpointReport {
-                addr,
-                ok: true,
-                connect_time: Some(connect_time),
-                error: None,
-            },
-            AttemptResult::Failed(error) => {
-                self.last_failure = Some((addr, error));
-                EndpointReport {
-                    addr,
-                    ok: false,
-                    connect_time: None,
-                    error: Some(Error::Connect {
-                        addr: Some(addr),
-                        error,
-                    }),
-                }
-            }
-            // Cancelled without a verdict on the address.
-            AttemptResult::Abandoned | AttemptResult::Lost => return,
-        };
-        self.actions.push_back(ExchangeAction::Endpoint(report));
+        if let AttemptResult::Failed(error) = result {
+            self.last_failure = Some((addr, error));
+        }
+        if let Some(report) = EndpointReport::from_attempt(addr, result) {
+            self.actions.push_back(ExchangeAction::Endpoint(report));
+        }
     }
 
     /// The race is won: send the request on the winner; the timers start now.

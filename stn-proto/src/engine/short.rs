@@ -132,6 +132,19 @@ impl Engine {
         connects
     }
 
+    /// Closes every connection still owned by `id`'s short-link attempt.
+    pub(super) fn close_short_conns(&mut self, id: TaskId) {
+        let left: Vec<ConnId> = self
+            .conns
+            .iter()
+            .filter(|(_, o)| **o == Owner::Short(id))
+            .map(|(c, _)| *c)
+            .collect();
+        for conn in left {
+            self.emit_io(Owner::Short(id), IoAction::Close { conn });
+        }
+    }
+
     /// Records a short-link exchange's endpoint outcome.
     pub(super) fn endpoint_report(&mut self, now: Instant, r: EndpointReport) {
         if let Some(t) = r.connect_time.filter(|_| r.ok) {
@@ -150,15 +163,7 @@ impl Engine {
         }
         let (hedges, spent_connects) = self.end_hedging(now, id);
         // Safety net: the exchange closed its connections; drop stale entries.
-        let left: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, o)| **o == Owner::Short(id))
-            .map(|(c, _)| *c)
-            .collect();
-        for conn in left {
-            self.emit_io(Owner::Short(id), IoAction::Close { conn });
-        }
+        self.close_short_conns(id);
         let Some(e) = self.tasks.get(&id) else {
             return;
         };
