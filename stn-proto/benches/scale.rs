@@ -1,0 +1,302 @@
+//! How the engine's cost grows with the number of tasks in flight.
+//!
+//! `cargo bench -p stn-proto --bench scale [-- --max-long N --max-short N]`
+//!
+//! For each N, an in-memory server answers everything at once and the clock
+//! stands still (no timer fires): N tasks are submitted (all in flight at
+//! the same time), then every connect, write and response is fed back, until
+//! every task has finished. The row reports the engine's CPU time per task
+//! for the whole run (submit to `TaskFinished`) and the engine's heap bytes
+//! per task at the moment all N are in flight (measured by a counting
+//! allocator: bytes live then, minus bytes live before the first submit).
+//! Prints a table on stderr and one JSON object per row on stdout:
+//! `{"link":"long|short","n":N,"ns_per_task":F,"bytes_per_task":F}`.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicIsize, Ordering};
+use std::time::Instant as WallClock;
+
+use bytes::Bytes;
+use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
+use stn_proto::engine::{Action, Config, Engine, Input};
+use stn_proto::io::{ConnEvent, ConnId};
+use stn_proto::long_link::IdentifyDecision;
+use stn_proto::task::{Channel, Task};
+use stn_proto::time::Instant;
+use stn_proto::Profile;
+
+/// Counts live heap bytes (the system allocator does the work).
+struct Counting;
+
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+
+// SAFETY: every call is forwarded unchanged to the system allocator; the
+// counter is only arithmetic on the sizes it was given.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size() as isize, Ordering::Relaxed);
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(
+            new_size as isize - layout.size() as isize,
+            Ordering::Relaxed,
+        );
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+fn live() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    Long,
+    Short,
+}
+
+impl Link {
+    fn name(self) -> &'static str {
+        match self {
+            Link::Long => "long",
+            Link::Short => "short",
+        }
+    }
+}
+
+struct Row {
+    link: Link,
+    n: usize,
+    ns_per_task: f64,
+    bytes_per_task: f64,
+}
+
+const SHORT_PORT: u16 = 8080;
+const LONG_PORT: u16 = 8081;
+const OK_REPLY: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+
+fn config(n: usize) -> Config {
+    let ip = "192.0.2.7".parse().expect("a literal address");
+    let mut c = Config::for_profile(Profile::Stn)
+        .short_link_ips([ip], SHORT_PORT)
+        .long_link_ips([ip], LONG_PORT);
+    c.max_queued_tasks = n + 16;
+    c.max_in_flight_short = n + 16;
+    c.long.max_in_flight_tasks = n + 16;
+    c
+}
+
+fn task(link: Link, i: usize) -> Task {
+    let body = Bytes::from(format!("task {i}"));
+    let channel = match link {
+        Link::Long => Channel::Long,
+        Link::Short => Channel::Short,
+    };
+    Task::new(1, "/scale", body)
+        .channel(channel)
+        .limit_flow(false)
+        .limit_frequency(false)
+}
+
+/// What the in-memory server owes the engine, kept compact so the bench's
+/// own memory stays out of the engine's figure.
+#[derive(Clone, Copy)]
+enum Owed {
+    Connected(ConnId),
+    HttpOk(ConnId),
+    Frame { conn: ConnId, cmd_id: u32, seq: u32 },
+}
+
+impl Owed {
+    fn input(self) -> Input {
+        match self {
+            Owed::Connected(conn) => Input::Conn {
+                conn,
+                event: ConnEvent::Connected,
+            },
+            Owed::HttpOk(conn) => Input::Conn {
+                conn,
+                event: ConnEvent::Received(Bytes::from_static(OK_REPLY)),
+            },
+            Owed::Frame { conn, cmd_id, seq } => {
+                let frame = Frame::new(cmd_id, seq, "pong");
+                let data = encode_to_bytes(&frame, 0).expect("a small frame encodes");
+                Input::Conn {
+                    conn,
+                    event: ConnEvent::Received(data),
+                }
+            }
+        }
+    }
+}
+
+/// The in-memory server: connects succeed, a short-link request gets a 200,
+/// a long-link frame an answer with the same seq. Answers wait in `owed`
+/// until the bench feeds them.
+struct Server {
+    long: BTreeMap<ConnId, FrameDecoder>,
+    owed: VecDeque<Owed>,
+    finished: usize,
+    ask_identify: bool,
+}
+
+impl Server {
+    fn new(n: usize) -> Self {
+        Server {
+            long: BTreeMap::new(),
+            owed: VecDeque::with_capacity(2 * n + 64),
+            finished: 0,
+            ask_identify: false,
+        }
+    }
+
+    fn take(&mut self, action: Action) {
+        match action {
+            Action::Connect { conn, addr } => {
+                if addr.port() == LONG_PORT {
+                    self.long
+                        .insert(conn, FrameDecoder::new(CodecConfig::default()));
+                }
+                self.owed.push_back(Owed::Connected(conn));
+            }
+            Action::Send { conn, data } => match self.long.get_mut(&conn) {
+                Some(decoder) => {
+                    let mut buf = &data[..];
+                    while let Ok(Some(frame)) = decoder.decode(&mut buf) {
+                        self.owed.push_back(Owed::Frame {
+                            conn,
+                            cmd_id: frame.cmd_id,
+                            seq: frame.seq,
+                        });
+                    }
+                }
+                None => self.owed.push_back(Owed::HttpOk(conn)),
+            },
+            Action::Close { conn } => {
+                self.long.remove(&conn);
+            }
+            Action::TaskFinished { outcome, .. } => {
+                assert!(outcome.is_ok(), "a scale task failed: {outcome:?}");
+                self.finished += 1;
+            }
+            Action::AskIdentify => self.ask_identify = true,
+            _ => {}
+        }
+    }
+}
+
+fn drain(engine: &mut Engine, server: &mut Server) {
+    while let Some(a) = engine.poll_action() {
+        server.take(a);
+    }
+}
+
+/// Runs the engine until the long link is up (and identify answered).
+fn bring_up_long(engine: &mut Engine, server: &mut Server, now: Instant) {
+    for _ in 0..64 {
+        engine.handle_timeout(now);
+        drain(engine, server);
+        if server.ask_identify {
+            server.ask_identify = false;
+            engine.identify_answer(now, IdentifyDecision::Never);
+            drain(engine, server);
+        }
+        while let Some(owed) = server.owed.pop_front() {
+            engine.handle_input(now, owed.input());
+            drain(engine, server);
+        }
+        if engine.long_link_connected() {
+            return;
+        }
+    }
+    panic!("the long link did not come up");
+}
+
+fn run(link: Link, n: usize) -> Row {
+    let now = Instant::from_secs(1);
+    let mut server = Server::new(n);
+    let mut engine = Engine::new(now, config(n));
+    if link == Link::Long {
+        bring_up_long(&mut engine, &mut server, now);
+    }
+    // Tasks are built before the count starts: their bodies are the app's.
+    let tasks: Vec<Task> = (0..n).map(|i| task(link, i)).collect();
+    let before = live();
+    let started = WallClock::now();
+    for t in tasks {
+        engine.submit(now, t).expect("the queue has room");
+        drain(&mut engine, &mut server);
+    }
+    let submit_time = started.elapsed();
+    // All N are in flight now. The server's answers sit in a queue
+    // allocated before `before`: what grew is the engine's.
+    let in_flight_bytes = (live() - before) as f64;
+    let resumed = WallClock::now();
+    while let Some(owed) = server.owed.pop_front() {
+        engine.handle_input(now, owed.input());
+        drain(&mut engine, &mut server);
+    }
+    let elapsed = submit_time + resumed.elapsed();
+    assert_eq!(server.finished, n, "every task finished");
+    Row {
+        link,
+        n,
+        ns_per_task: elapsed.as_nanos() as f64 / n as f64,
+        bytes_per_task: in_flight_bytes / n as f64,
+    }
+}
+
+fn arg(args: &[String], name: &str, default: usize) -> usize {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+#[allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark program reports
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let max_long = arg(&args, "--max-long", 100_000);
+    let max_short = arg(&args, "--max-short", 10_000);
+    let mut rows = Vec::new();
+    for n in [100, 1_000, 10_000, 100_000] {
+        if n <= max_long {
+            rows.push(run(Link::Long, n));
+        }
+    }
+    for n in [100, 1_000, 10_000] {
+        if n <= max_short {
+            rows.push(run(Link::Short, n));
+        }
+    }
+    eprintln!("| link | in flight | ns per task | engine bytes per task |");
+    eprintln!("|---|---:|---:|---:|");
+    for r in &rows {
+        eprintln!(
+            "| {} | {} | {:.0} | {:.0} |",
+            r.link.name(),
+            r.n,
+            r.ns_per_task,
+            r.bytes_per_task
+        );
+    }
+    for r in &rows {
+        println!(
+            "{{\"link\":\"{}\",\"n\":{},\"ns_per_task\":{:.1},\"bytes_per_task\":{:.1}}}",
+            r.link.name(),
+            r.n,
+            r.ns_per_task,
+            r.bytes_per_task
+        );
+    }
+}
