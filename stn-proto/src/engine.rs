@@ -174,7 +174,7 @@
 //! assert!(engine.poll_timeout().map_or(true, |t| t >= now));
 //! ```
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, VecDeque};
 
 use bytes::Bytes;
 
@@ -201,6 +201,7 @@ use crate::timeout::{
 };
 
 mod candidates;
+mod conns;
 // The invariant checker of the proptest and the `engine_ops` fuzz target.
 #[cfg(any(test, feature = "fuzzing"))]
 pub(crate) mod check;
@@ -209,8 +210,11 @@ mod hedge;
 mod judge;
 mod long;
 mod pool;
+mod queue;
 mod short;
+mod timer_set;
 mod types;
+mod zombies;
 
 #[cfg(test)]
 mod tests;
@@ -222,6 +226,11 @@ pub use config::{
 pub use hedge::HedgePolicy;
 pub use pool::PoolConfig;
 pub use types::{Action, Input, JudgeRequest, LinkStatus, Report, SubmitError, Verdict};
+
+use conns::{ConnTable, Owner};
+use queue::{Active, Class, Queue};
+use timer_set::TimerSet;
+use zombies::Zombies;
 
 /// The OS's initial SYN retransmission timeout (Linux, xnu: 1 s): connect
 /// times at or above it are not RTT samples (Karn's rule).
@@ -258,26 +267,23 @@ struct Pending {
 #[derive(Clone, Debug)]
 struct Entry {
     task: Task,
-    /// The channel after the task's own rules ([`Task::effective_channel`]).
-    channel: Channel,
-    /// Mars's channel choice made at submit ([`ChannelChoice::AtSubmit`]).
-    frozen: Option<Channel>,
     /// Queue order key: (priority, submission counter).
     order: (u8, u64),
+    /// Which link it may take: from the channel after the task's own rules
+    /// ([`Task::effective_channel`]) and Mars's choice at submit
+    /// ([`ChannelChoice::AtSubmit`]).
+    class: Class,
     deadline: Instant,
     /// End of the zombie budget, if the task may be parked.
     budget_end: Option<Instant>,
     retries_left: u8,
     attempts: u32,
-    not_before: Instant,
     state: State,
     /// Start of the running attempt.
     attempt_started: Instant,
-    /// When it was parked.
-    parked_at: Instant,
     last_error: Option<Error>,
     /// The response awaiting a verdict (state [`State::Judging`]).
-    pending: Option<Pending>,
+    pending: Option<Box<Pending>>,
     /// The once-per-task free retry after a session timeout is used.
     session_retry_used: bool,
 }
@@ -302,15 +308,6 @@ struct Retry {
     delay: Option<Duration>,
 }
 
-/// Who owns a live connection.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Owner {
-    Short(TaskId),
-    Long,
-    /// An idle keep-alive connection in the pool.
-    Pool,
-}
-
 /// The top-level sans-IO machine. See the [module docs](self) for what it
 /// does and the drain rule.
 #[derive(Debug)]
@@ -322,15 +319,22 @@ pub struct Engine {
     next_id: TaskId,
     counter: u64,
     tasks: BTreeMap<TaskId, Entry>,
-    queue: BTreeSet<((u8, u64), TaskId)>,
-    short: BTreeMap<TaskId, ShortLinkExchange>,
+    /// Task deadlines, of every task not parked.
+    deadlines: TimerSet<TaskId>,
+    queue: Queue,
+    zombies: Zombies,
+    /// Running short-link exchanges (boxed: they are large, and a map
+    /// moves its values as it grows).
+    short: BTreeMap<TaskId, Box<ShortLinkExchange>>,
+    /// The short exchanges' own timers.
+    short_timers: TimerSet<TaskId>,
     /// Hedging state of running short-link attempts ([`HedgePolicy`]).
-    hedges: BTreeMap<TaskId, hedge::HedgeState>,
+    hedges: hedge::Hedges,
     /// Idle keep-alive connections ([`PoolConfig`]).
     pool: BTreeMap<ConnId, pool::Idle>,
     /// The pool is off until then (after a stale reuse).
     pool_off_until: Instant,
-    conns: BTreeMap<ConnId, Owner>,
+    conns: ConnTable,
     history: EndpointHistory,
     timeouts: AdaptiveTimeouts,
     /// TCP connect times only (the racing stagger's RTT hint; the timeout
@@ -381,12 +385,15 @@ impl Engine {
             next_id: TaskId::FIRST,
             counter: 0,
             tasks: BTreeMap::new(),
-            queue: BTreeSet::new(),
+            deadlines: TimerSet::default(),
+            queue: Queue::default(),
+            zombies: Zombies::default(),
             short: BTreeMap::new(),
-            hedges: BTreeMap::new(),
+            short_timers: TimerSet::default(),
+            hedges: hedge::Hedges::default(),
             pool: BTreeMap::new(),
             pool_off_until: now,
-            conns: BTreeMap::new(),
+            conns: ConnTable::default(),
             history: EndpointHistory::new(config.ban.clone()),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
             connect_rtt: RttEstimator::new(RttConfig::STN),
@@ -516,29 +523,29 @@ impl Engine {
             && self.config.no_network == NoNetworkPolicy::FailSensitive
             && self.network == NetworkKind::None
             && !self.long_link_connected();
+        let class = Class::of(channel, frozen);
+        let needs_auth = task.need_authed;
         let entry = Entry {
             retries_left: task.retries(),
             task,
-            channel,
-            frozen,
             order,
+            class,
             deadline,
             budget_end,
             attempts: 0,
-            not_before: now,
             state: State::Queued,
             attempt_started: now,
-            parked_at: now,
             last_error: None,
             pending: None,
             session_retry_used: false,
         };
         self.tasks.insert(id, entry);
+        self.deadlines.set(id, Some(deadline));
         if sensitive_fail {
             // Mars `kEctLocalNoNet`: refused at start, never parked.
             self.finish(id, Err(LocalError::NoNetwork.into()));
         } else {
-            self.queue.insert((order, id));
+            self.queue.insert(id, order, class, needs_auth, now, now);
             // Mars `StartTask`: a task that may use the long link, submitted
             // in the foreground while the link is down, asks the monitor for
             // it (`MakeSureConnected`), even if it then goes short.
@@ -640,11 +647,7 @@ impl Engine {
         let was_down = self.network == NetworkKind::None;
         self.network = kind;
         if was_down {
-            for entry in self.tasks.values_mut() {
-                if entry.state == State::Queued {
-                    entry.not_before = entry.not_before.min(now);
-                }
-            }
+            self.queue.release_waiting();
             if let Some(long) = self.long.as_mut() {
                 if !long.is_connected() {
                     long.on_network_change(now);
@@ -751,9 +754,7 @@ impl Engine {
             self.finish(id, Err(Error::Shutdown));
         }
         self.pool.clear();
-        let open: Vec<ConnId> = self.conns.keys().copied().collect();
-        for conn in open {
-            self.conns.remove(&conn);
+        for conn in self.conns.drain() {
             self.actions.push_back(Action::Close { conn });
         }
     }
@@ -776,40 +777,18 @@ impl Engine {
                 t = t.min(p);
             }
         }
-        for e in self.tasks.values() {
-            match e.state {
-                State::Zombie => {
-                    if let Some(b) = e.budget_end {
-                        t = t.min(b);
-                    }
-                    t = t.min(self.zombie_restart_at(e));
-                }
-                State::Queued => {
-                    t = t.min(e.deadline);
-                    if e.not_before > now {
-                        t = t.min(e.not_before);
-                    }
-                }
-                State::Short | State::Long | State::Judging => t = t.min(e.deadline),
-            }
-        }
-        for ex in self.short.values() {
-            if let Some(x) = ex.poll_timeout() {
-                t = t.min(x);
-            }
-        }
-        if let Some(x) = self.pool_timeout() {
-            t = t.min(x);
-        }
-        for (id, h) in &self.hedges {
-            if let Some(x) = h.running.as_ref().and_then(ShortLinkExchange::poll_timeout) {
-                t = t.min(x);
-            }
-            if let Some(x) = self.hedge_due(*id) {
-                t = t.min(x);
-            }
-        }
-        if let Some(x) = self.long.as_ref().and_then(LongLink::poll_timeout) {
+        let idle = self.config.zombie_idle_restart;
+        let timers = [
+            self.deadlines.first(),
+            self.queue.next_ready_at(),
+            self.zombies.next_deadline(self.last_task_start, idle),
+            self.short_timers.first(),
+            self.pool_timeout(),
+            self.hedges.next_timer(),
+            self.next_hedge_start(),
+            self.long.as_ref().and_then(LongLink::poll_timeout),
+        ];
+        for x in timers.into_iter().flatten() {
             t = t.min(x);
         }
         (t != Instant::MAX).then_some(t.max(now))
@@ -831,7 +810,9 @@ impl Engine {
         let Some(entry) = self.tasks.remove(&id) else {
             return;
         };
-        self.queue.remove(&(entry.order, id));
+        self.queue.remove(id);
+        self.deadlines.set(id, None);
+        self.zombies.unpark(id);
         self.actions.push_back(Action::TaskFinished {
             id,
             outcome,
@@ -856,13 +837,13 @@ impl Engine {
                 self.actions.push_back(Action::Connect { conn, addr });
             }
             IoAction::Send { conn, data } => {
-                if self.conns.get(&conn) == Some(&owner) {
+                if self.conns.owner(conn) == Some(owner) {
                     self.actions.push_back(Action::Send { conn, data });
                 }
             }
             IoAction::Close { conn } => {
-                if self.conns.get(&conn) == Some(&owner) {
-                    self.conns.remove(&conn);
+                if self.conns.owner(conn) == Some(owner) {
+                    self.conns.remove(conn);
                     self.actions.push_back(Action::Close { conn });
                 }
             }
@@ -901,7 +882,7 @@ impl Engine {
             State::Short => {
                 self.end_hedging(now, id);
                 if let Some(ex) = self.short.remove(&id) {
-                    self.cancel_exchange(now, id, ex);
+                    self.cancel_exchange(now, id, *ex);
                 }
                 // Safety net: nothing of this attempt stays open.
                 self.close_short_conns(id);
@@ -917,7 +898,8 @@ impl Engine {
             e.state = State::Queued;
             e.pending = None;
         }
-        self.queue.retain(|(_, t)| *t != id);
+        self.queue.remove(id);
+        self.refresh_attempt_timers(id);
     }
 
     /// An attempt failed: retry if the error and the budget allow, else end.
@@ -996,8 +978,9 @@ impl Engine {
             (_, Error::Timeout(_)) => self.config.retry_interval_after_timeout,
             _ => self.config.retry_interval,
         });
-        entry.not_before = now + delay;
-        self.queue.insert((entry.order, id));
+        let (order, class, needs_auth) = (entry.order, entry.class, entry.task.need_authed);
+        self.queue
+            .insert(id, order, class, needs_auth, now + delay, now);
     }
 
     /// The task failed for good: park it (zombie) if it may, else finish it.
@@ -1009,30 +992,25 @@ impl Engine {
             error,
             Error::Cancelled | Error::Shutdown | Error::Rejected(_) | Error::Decode
         ) && !matches!(error, Error::Local(LocalError::InvalidTask(_)));
-        self.queue.remove(&(entry.order, id));
+        self.queue.remove(id);
         if parkable && entry.budget_end.is_some_and(|b| b > now) {
             entry.state = State::Zombie;
-            entry.parked_at = now;
             entry.last_error = Some(error);
+            let budget_end = entry.budget_end;
+            self.deadlines.set(id, None);
+            self.zombies.park(id, now, budget_end);
             return;
         }
         self.finish(id, Err(error));
     }
 
-    fn zombie_restart_at(&self, e: &Entry) -> Instant {
-        e.parked_at.max(self.last_task_start) + self.config.zombie_idle_restart
-    }
-
     /// Replays every parked task now (Mars: one more attempt, no retries, a
     /// fresh task timeout within the remaining budget).
     fn replay_zombies(&mut self, now: Instant) {
-        let ids: Vec<TaskId> = self
-            .tasks
-            .iter()
-            .filter(|(_, e)| e.state == State::Zombie)
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
+        if self.zombies.is_empty() {
+            return;
+        }
+        for id in self.zombies.ids() {
             self.replay(now, id);
         }
     }
@@ -1054,9 +1032,12 @@ impl Engine {
         let budget = e.budget_end.unwrap_or(now);
         e.deadline = (now + fresh).min(budget);
         e.retries_left = 0;
-        e.not_before = now;
         e.state = State::Queued;
-        self.queue.insert((e.order, id));
+        let (order, class, needs_auth, deadline) =
+            (e.order, e.class, e.task.need_authed, e.deadline);
+        self.zombies.unpark(id);
+        self.deadlines.set(id, Some(deadline));
+        self.queue.insert(id, order, class, needs_auth, now, now);
     }
 
     // ---- the run loop ----
@@ -1082,16 +1063,14 @@ impl Engine {
         // Sub-machines' own timers first: a running task's deadline is
         // theirs too, and the long link reacts to it as its profile says
         // (Mars: a batch error that drops the link).
-        let shorts: Vec<TaskId> = self.short.keys().copied().collect();
-        for id in shorts {
+        for id in self.short_timers.due(now) {
             if let Some(ex) = self.short.get_mut(&id) {
                 ex.handle_timeout(now, &mut self.ids);
             }
             self.pump_short(now, id);
         }
-        let hedged: Vec<TaskId> = self.hedges.keys().copied().collect();
-        for id in hedged {
-            if let Some(ex) = self.hedges.get_mut(&id).and_then(|h| h.running.as_mut()) {
+        for id in self.hedges.due(now) {
+            if let Some(ex) = self.hedges.running_mut(id) {
                 ex.handle_timeout(now, &mut self.ids);
             }
             self.pump_hedge(now, id);
@@ -1102,24 +1081,23 @@ impl Engine {
             long.handle_timeout(now, &mut self.ids);
         }
         self.pump_long(now);
-        // Task deadlines and zombie budgets.
-        let due: Vec<(TaskId, State)> = self
-            .tasks
-            .iter()
-            .filter(|(_, e)| match e.state {
-                State::Zombie => {
-                    e.budget_end.is_some_and(|b| b <= now) || self.zombie_restart_at(e) <= now
-                }
-                _ => e.deadline <= now,
+        // Task deadlines and zombie budgets, in id order.
+        let idle = self.config.zombie_idle_restart;
+        let mut due: Vec<TaskId> = self.deadlines.due(now);
+        due.extend(self.zombies.expired(now));
+        due.extend(self.zombies.restart_due(now, self.last_task_start, idle));
+        due.sort_unstable();
+        due.dedup();
+        let due: Vec<(TaskId, State, bool)> = due
+            .into_iter()
+            .filter_map(|id| {
+                let e = self.tasks.get(&id)?;
+                let expired = e.budget_end.is_some_and(|b| b <= now);
+                Some((id, e.state, expired))
             })
-            .map(|(id, e)| (*id, e.state))
             .collect();
-        for (id, state) in due {
+        for (id, state, expired) in due {
             if state == State::Zombie {
-                let expired = self
-                    .tasks
-                    .get(&id)
-                    .is_some_and(|e| e.budget_end.is_some_and(|b| b <= now));
                 if expired {
                     self.finish(id, Err(TimeoutKind::Task.into()));
                 } else {
@@ -1168,41 +1146,52 @@ impl Engine {
         }
     }
 
+    /// One pass over the ready tasks in queue order, starting each that may
+    /// start. Visits only the classes of tasks that can still start (or, for
+    /// the long link, ask for it), so it ends as soon as the links are full.
     fn dispatch_pass(&mut self, now: Instant) -> bool {
         if self.shut_down {
             return false;
         }
+        let pass = self.queue.begin_pass(now);
+        if self.network == NetworkKind::None && self.config.no_network == NoNetworkPolicy::WaitAll {
+            return false;
+        }
         let mut progressed = false;
         let mut need_long = false;
-        let order: Vec<((u8, u64), TaskId)> = self.queue.iter().copied().collect();
-        for (key, id) in order {
-            let Some(e) = self.tasks.get(&id) else {
-                self.queue.remove(&(key, id));
-                continue;
-            };
-            if e.state != State::Queued || e.not_before > now {
-                continue;
-            }
-            if e.task.need_authed && !self.authed {
-                continue;
-            }
-            if self.network == NetworkKind::None
-                && self.config.no_network == NoNetworkPolicy::WaitAll
-            {
-                continue;
-            }
+        let mut cursor = None;
+        loop {
             let long_up = self.long_link_connected();
             let long_room = self.long.as_ref().is_some_and(|l| {
                 l.is_connected() && l.in_flight() < self.config.long.max_in_flight_tasks
             });
             let long_busy = self.long.as_ref().is_some_and(|l| l.in_flight() > 0);
-            let channel = match e.frozen {
-                Some(c) => c,
-                None => match (e.channel, e.task.channel_strategy) {
-                    (Channel::Both, ChannelStrategy::Fast) if long_busy => Channel::Short,
-                    (Channel::Both, _) if long_up && long_room => Channel::Long,
-                    (Channel::Both, _) => Channel::Short,
-                    (c, _) => c,
+            let short_room = self.short.len() < self.config.max_in_flight_short;
+            let active = Active {
+                long_only: (long_up && long_room) || (!long_up && !need_long),
+                short_only: short_room,
+                both: short_room || (long_up && long_room),
+            };
+            let Some((key, class)) = self.queue.next_after(cursor, active, self.authed, pass)
+            else {
+                break;
+            };
+            cursor = Some(key);
+            let id = key.1;
+            let Some(e) = self.tasks.get(&id) else {
+                self.queue.remove(id);
+                continue;
+            };
+            if e.state != State::Queued {
+                continue;
+            }
+            let channel = match class {
+                Class::LongOnly => Channel::Long,
+                Class::ShortOnly => Channel::Short,
+                Class::Both => match e.task.channel_strategy {
+                    ChannelStrategy::Fast if long_busy => Channel::Short,
+                    _ if long_up && long_room => Channel::Long,
+                    _ => Channel::Short,
                 },
             };
             match channel {
@@ -1219,7 +1208,7 @@ impl Engine {
                     }
                 }
                 _ => {
-                    if self.short.len() >= self.config.max_in_flight_short {
+                    if !short_room {
                         continue;
                     }
                     if self.start_short(now, id) {
@@ -1278,19 +1267,15 @@ impl Engine {
     // ---- connection events ----
 
     fn conn_event(&mut self, now: Instant, conn: ConnId, event: ConnEvent) {
-        let Some(owner) = self.conns.get(&conn).copied() else {
+        let Some(owner) = self.conns.owner(conn) else {
             return; // closed by us, or never ours
         };
         if matches!(event, ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_)) {
-            self.conns.remove(&conn);
+            self.conns.remove(conn);
         }
         match owner {
             Owner::Short(id) => {
-                let hedge = self
-                    .hedges
-                    .get_mut(&id)
-                    .and_then(|h| h.running.as_mut())
-                    .filter(|ex| ex.owns(conn));
+                let hedge = self.hedges.running_mut(id).filter(|ex| ex.owns(conn));
                 if let Some(ex) = hedge {
                     ex.handle_event(now, conn, event, &mut self.ids);
                     self.pump_hedge(now, id);

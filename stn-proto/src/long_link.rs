@@ -104,8 +104,11 @@ use crate::race::{AttemptId, FailReason, Race, RaceAction, RaceConfig};
 use crate::task::TaskId;
 use crate::time::{Duration, Instant, MonotonicClock};
 
+mod in_flight;
 #[cfg(test)]
 mod tests;
+
+use in_flight::{InFlight, Running};
 
 use crate::heartbeat::{Heartbeat, HeartbeatAction, IdentifyState};
 pub use crate::heartbeat::{HeartbeatConfig, IdentifyDecision};
@@ -282,56 +285,6 @@ pub enum LongLinkEvent {
     },
 }
 
-/// A task awaiting its response.
-#[derive(Clone, Debug)]
-struct Running {
-    timeouts: ExchangeTimeouts,
-    deadline: Option<Instant>,
-    written_at: Instant,
-    first_byte_at: Option<Instant>,
-    last_byte_at: Option<Instant>,
-}
-
-impl Running {
-    /// The earliest instant at which one of its timers fires.
-    fn next_deadline(&self) -> Instant {
-        let rw = self.written_at + self.timeouts.read_write;
-        let wait = match self.last_byte_at {
-            None => {
-                self.written_at
-                    + self
-                        .timeouts
-                        .long_polling
-                        .unwrap_or(self.timeouts.first_packet)
-            }
-            Some(last) => last + self.timeouts.packet_gap,
-        };
-        rw.min(wait).min(self.deadline.unwrap_or(Instant::MAX))
-    }
-
-    /// Which timer has fired at `now`, if any. The task deadline wins, then
-    /// read-write (Mars: RW overrides), then first-packet or packet-gap.
-    fn expired(&self, now: Instant) -> Option<TimeoutKind> {
-        if self.deadline.is_some_and(|d| d <= now) {
-            return Some(TimeoutKind::Task);
-        }
-        if now >= self.written_at + self.timeouts.read_write {
-            return Some(TimeoutKind::ReadWrite);
-        }
-        match self.last_byte_at {
-            None => match self.timeouts.long_polling {
-                Some(lp) if now >= self.written_at + lp => Some(TimeoutKind::LongPolling),
-                None if now >= self.written_at + self.timeouts.first_packet => {
-                    Some(TimeoutKind::FirstPacket)
-                }
-                _ => None,
-            },
-            Some(last) if now >= last + self.timeouts.packet_gap => Some(TimeoutKind::PacketGap),
-            Some(_) => None,
-        }
-    }
-}
-
 /// The established connection.
 #[derive(Debug)]
 struct Link {
@@ -339,7 +292,7 @@ struct Link {
     addr: SocketAddr,
     decoder: FrameDecoder,
     heartbeat: Heartbeat,
-    tasks: BTreeMap<TaskId, Running>,
+    tasks: InFlight,
 }
 
 /// The race in progress and the connections of its attempts.
@@ -531,7 +484,7 @@ impl LongLink {
         let Phase::Connected(link) = &mut self.phase else {
             return Err(SendError::NotConnected);
         };
-        if link.tasks.contains_key(&task) {
+        if link.tasks.contains(task) {
             return Err(SendError::Duplicate(task));
         }
         if !send_only && link.tasks.len() >= self.config.max_in_flight_tasks {
@@ -571,7 +524,7 @@ impl LongLink {
     pub fn cancel_task(&mut self, now: Instant, task: TaskId) {
         self.clock.observe(now);
         if let Phase::Connected(link) = &mut self.phase {
-            link.tasks.remove(&task);
+            link.tasks.remove(task);
         }
     }
 
@@ -586,7 +539,7 @@ impl LongLink {
     /// Whether `task` is awaiting its response.
     pub fn is_running(&self, task: TaskId) -> bool {
         match &self.phase {
-            Phase::Connected(link) => link.tasks.contains_key(&task),
+            Phase::Connected(link) => link.tasks.contains(task),
             _ => false,
         }
     }
@@ -717,11 +670,8 @@ impl LongLink {
             Phase::Shutdown => return None,
             Phase::Connecting(c) => c.race.poll_timeout(),
             Phase::Connected(link) => {
-                let mut t = link.heartbeat.poll_timeout().unwrap_or(Instant::MAX);
-                for task in link.tasks.values() {
-                    t = t.min(task.next_deadline());
-                }
-                Some(t)
+                let t = link.heartbeat.poll_timeout().unwrap_or(Instant::MAX);
+                Some(t.min(link.tasks.next_deadline().unwrap_or(Instant::MAX)))
             }
             Phase::Idle | Phase::Disconnected => None,
         };
@@ -808,7 +758,7 @@ impl LongLink {
                     addr,
                     decoder: FrameDecoder::new(self.config.codec),
                     heartbeat: Heartbeat::new(now, self.config.heartbeat.clone()),
-                    tasks: BTreeMap::new(),
+                    tasks: InFlight::default(),
                 }));
                 self.events
                     .push_back(LongLinkEvent::Connected { addr, connect_time });
@@ -923,7 +873,7 @@ impl LongLink {
             return;
         }
         let task = TaskId::new(frame.seq);
-        match link.tasks.remove(&task) {
+        match link.tasks.remove(task) {
             Some(run) => {
                 let bytes_received = frame.encoded_len() as u64;
                 self.events.push_back(LongLinkEvent::TaskResponse {
@@ -943,11 +893,7 @@ impl LongLink {
         let Phase::Connected(link) = &mut self.phase else {
             return;
         };
-        let expired: Vec<(TaskId, TimeoutKind)> = link
-            .tasks
-            .iter()
-            .filter_map(|(id, t)| t.expired(now).map(|k| (*id, k)))
-            .collect();
+        let expired = link.tasks.expired(now);
         if expired.is_empty() {
             return;
         }
@@ -955,7 +901,7 @@ impl LongLink {
             || expired.iter().any(|(_, k)| *k != TimeoutKind::Task);
         if !batch {
             for (task, kind) in expired {
-                link.tasks.remove(&task);
+                link.tasks.remove(task);
                 self.events.push_back(LongLinkEvent::TaskFailed {
                     task,
                     error: Error::Timeout(kind),
@@ -1049,7 +995,7 @@ impl LongLink {
                             error: link_error.clone(),
                         }));
                 }
-                for task in tasks.into_keys() {
+                for task in tasks.into_ids() {
                     let error = match &end {
                         End::Timeout(expired) => match expired.iter().find(|(t, _)| *t == task) {
                             Some((_, kind)) => Error::Timeout(*kind),
@@ -1084,10 +1030,7 @@ impl LongLink {
 /// Records that bytes of a response frame for `seq` arrived at `now`: the
 /// first-packet and packet-gap timers see them.
 fn note_progress(link: &mut Link, seq: u32, now: Instant) {
-    if let Some(run) = link.tasks.get_mut(&TaskId::new(seq)) {
-        run.first_byte_at.get_or_insert(now);
-        run.last_byte_at = Some(now);
-    }
+    link.tasks.note_progress(TaskId::new(seq), now);
 }
 
 fn encode(codec: &CodecConfig, frame: &Frame) -> Option<Bytes> {

@@ -25,7 +25,7 @@ impl Engine {
             user_tag: e.task.user_tag,
             response: response.clone(),
         };
-        e.pending = Some(Pending { response, report });
+        e.pending = Some(Box::new(Pending { response, report }));
         self.actions.push_back(Action::Judge(request));
     }
 
@@ -50,7 +50,7 @@ impl Engine {
         let Some(Pending {
             response,
             mut report,
-        }) = e.pending.take()
+        }) = e.pending.take().map(|p| *p)
         else {
             // Judging always holds a response; settle as if it were lost.
             e.state = State::Queued;

@@ -46,7 +46,7 @@ impl Engine {
                     e.state = State::Long;
                     e.attempts += 1;
                     e.attempt_started = now;
-                    self.queue.remove(&(e.order, id));
+                    self.queue.remove(id);
                 }
                 self.last_task_start = now;
                 self.pump_long(now);

@@ -72,22 +72,23 @@ impl Engine {
             e.state = State::Short;
             e.attempts += 1;
             e.attempt_started = now;
-            self.queue.remove(&(e.order, id));
+            self.queue.remove(id);
         }
         self.last_task_start = now;
-        self.short.insert(id, ex);
+        self.short.insert(id, Box::new(ex));
         self.pump_short(now, id);
         true
     }
 
     /// Drains a short exchange's actions.
     pub(super) fn pump_short(&mut self, now: Instant, id: TaskId) {
+        self.drain_short(now, id);
+        self.refresh_attempt_timers(id);
+    }
+
+    fn drain_short(&mut self, now: Instant, id: TaskId) {
         loop {
-            let Some(action) = self
-                .short
-                .get_mut(&id)
-                .and_then(ShortLinkExchange::poll_action)
-            else {
+            let Some(action) = self.short.get_mut(&id).and_then(|ex| ex.poll_action()) else {
                 return;
             };
             match action {
@@ -134,13 +135,7 @@ impl Engine {
 
     /// Closes every connection still owned by `id`'s short-link attempt.
     pub(super) fn close_short_conns(&mut self, id: TaskId) {
-        let left: Vec<ConnId> = self
-            .conns
-            .iter()
-            .filter(|(_, o)| **o == Owner::Short(id))
-            .map(|(c, _)| *c)
-            .collect();
-        for conn in left {
+        for conn in self.conns.of_task(id) {
             self.emit_io(Owner::Short(id), IoAction::Close { conn });
         }
     }

@@ -551,7 +551,7 @@ fn endpoint_reports_feed_the_ban_history() {
             assert!(guard < 20);
             let pending: Vec<(ConnId, SocketAddr)> = connects(&h.log[before..])
                 .into_iter()
-                .filter(|(c, _)| h.e.conns.contains_key(c))
+                .filter(|(c, _)| h.e.conns.contains(*c))
                 .collect();
             match pending.first() {
                 Some((c, a)) if *a == bad => {

@@ -1,0 +1,85 @@
+//! One deadline per key, indexed by time: the earliest is O(log n) to find,
+//! and the due keys are found without visiting the others.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::time::Instant;
+
+/// Deadlines by key (`set` replaces a key's deadline, `None` removes it).
+#[derive(Clone, Debug)]
+pub(super) struct TimerSet<K: Ord + Copy> {
+    at: BTreeMap<K, Instant>,
+    index: BTreeSet<(Instant, K)>,
+}
+
+impl<K: Ord + Copy> Default for TimerSet<K> {
+    fn default() -> Self {
+        TimerSet {
+            at: BTreeMap::new(),
+            index: BTreeSet::new(),
+        }
+    }
+}
+
+impl<K: Ord + Copy> TimerSet<K> {
+    /// Sets (or, with `None`, clears) `key`'s deadline.
+    pub(super) fn set(&mut self, key: K, when: Option<Instant>) {
+        let old = match when {
+            Some(t) => self.at.insert(key, t),
+            None => self.at.remove(&key),
+        };
+        if old == when {
+            return;
+        }
+        if let Some(t) = old {
+            self.index.remove(&(t, key));
+        }
+        if let Some(t) = when {
+            self.index.insert((t, key));
+        }
+    }
+
+    /// The earliest deadline.
+    pub(super) fn first(&self) -> Option<Instant> {
+        self.index.first().map(|(t, _)| *t)
+    }
+
+    /// The keys due at `now` (deadline at or before it), in key order.
+    pub(super) fn due(&self, now: Instant) -> Vec<K> {
+        let mut keys: Vec<K> = self
+            .index
+            .iter()
+            .take_while(|(t, _)| *t <= now)
+            .map(|(_, k)| *k)
+            .collect();
+        keys.sort_unstable();
+        keys
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::time::Duration;
+    use quickcheck::quickcheck;
+
+    quickcheck! {
+        /// After any sequence of sets, `first` and `due` agree with a plain
+        /// map of the latest deadline per key.
+        fn agrees_with_a_map(ops: Vec<(u8, Option<u16>)>, probe: u16) -> bool {
+            let mut timers = TimerSet::default();
+            let mut model = BTreeMap::new();
+            let t = |ms: u16| Instant::ZERO + Duration::from_millis(u64::from(ms));
+            for (key, when) in ops {
+                timers.set(key, when.map(t));
+                match when {
+                    Some(ms) => { model.insert(key, t(ms)); }
+                    None => { model.remove(&key); }
+                }
+            }
+            let first = model.values().min().copied();
+            let due: Vec<u8> = model.iter().filter(|(_, at)| **at <= t(probe)).map(|(k, _)| *k).collect();
+            timers.first() == first && timers.due(t(probe)) == due
+        }
+    }
+}
