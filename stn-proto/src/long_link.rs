@@ -13,7 +13,11 @@
 //! - keeps the connection alive with noops and asks the app for an identify
 //!   packet at the first noop slot ([`HeartbeatConfig`], §5.3–5.4);
 //! - times every running task from the moment its frame is written
-//!   (first-packet, packet-gap, read-write; [`ExchangeTimeouts`]);
+//!   (first-packet, packet-gap, read-write; [`ExchangeTimeouts`]); under
+//!   stn, a task still waiting for its first byte is timed from the later of
+//!   its write and the last byte of any task's response, so a pipelined
+//!   queue behind a link that keeps answering does not read as a dead link
+//!   ([`LongLinkConfig::wait_follows_link_progress`]);
 //! - decides when to reconnect with the [`ConnectMonitor`] (§5.5), asking the
 //!   engine for candidates with [`LongLinkEvent::WantConnect`].
 //!
@@ -134,6 +138,16 @@ pub struct LongLinkConfig {
     /// the batch error) or only itself (stn: the deadline is the app's budget,
     /// not evidence against the link — the per-attempt timers are).
     pub batch_on_task_deadline: bool,
+    /// Whether a task that has no byte of its response yet is timed
+    /// (first-packet, long-polling, read-write) from the later of its write
+    /// and the last response byte of any task on the link (stn), or from its
+    /// write alone (Mars). Tasks pipelined behind others wait for the server
+    /// to get to them: while responses keep arriving the link is alive, and
+    /// timing the last task of a deep queue from its write would tear down a
+    /// healthy link and redo every task on it. A link that stops answering
+    /// still times out one first-packet timeout after its last response; a
+    /// task's own deadline still ends it.
+    pub wait_follows_link_progress: bool,
     /// Whether the app starts in the foreground (for the monitor).
     pub foreground: bool,
 }
@@ -151,6 +165,7 @@ impl LongLinkConfig {
             monitor: ConnectMonitorConfig::for_profile(profile),
             max_in_flight_tasks: if mars { 1024 } else { 64 },
             batch_on_task_deadline: mars,
+            wait_follows_link_progress: !mars,
             foreground: true,
         }
     }
@@ -758,7 +773,7 @@ impl LongLink {
                     addr,
                     decoder: FrameDecoder::new(self.config.codec),
                     heartbeat: Heartbeat::new(now, self.config.heartbeat.clone()),
-                    tasks: InFlight::default(),
+                    tasks: InFlight::new(self.config.wait_follows_link_progress),
                 }));
                 self.events
                     .push_back(LongLinkEvent::Connected { addr, connect_time });

@@ -1761,3 +1761,63 @@ fn a_stale_pooled_connection_is_redone_at_once_and_turns_the_pool_off() {
         }
     }
 }
+
+/// `n` long-link tasks all in flight at once against a healthy server that
+/// answers every frame, in order, one every `gap`. Returns how many tasks
+/// succeeded and how many times the link went down.
+fn deep_long_queue(mut cfg: Config, n: u32, gap: Duration) -> (usize, usize) {
+    cfg.long.max_in_flight_tasks = n as usize + 8;
+    cfg.max_queued_tasks = n as usize + 8;
+    let mut h = H::new(cfg);
+    let mut s = long_up(&mut h);
+    let mut backlog: VecDeque<Frame> = s.frames(&h.log).into();
+    let ids: Vec<TaskId> = (0..n)
+        .map(|i| {
+            let task = Task::new(100, "", format!("req {i}"))
+                .channel(Channel::Long)
+                .limit_flow(false)
+                .limit_frequency(false);
+            let id = h.e.submit(h.now, task).expect("accepted");
+            let a = h.drain();
+            backlog.extend(s.frames(&a));
+            id
+        })
+        .collect();
+    let mut downs = 0;
+    let mut guard = 0;
+    while let Some(f) = backlog.pop_front() {
+        guard += 1;
+        assert!(guard < 10 * n as usize, "the server keeps answering");
+        let mut a = h.advance(gap);
+        if !h.e.long_link_connected() {
+            downs += 1;
+            break;
+        }
+        a.extend(reply(&mut h, &s, Frame::new(f.cmd_id, f.seq, "ok")));
+        backlog.extend(s.frames(&a));
+    }
+    let ok = ids
+        .iter()
+        .filter(|id| matches!(h.finished(**id).first(), Some(Ok(_))))
+        .count();
+    (ok, downs)
+}
+
+#[test]
+fn a_deep_queue_on_a_healthy_long_link_is_not_a_dead_link_under_stn() {
+    // 10,000 tasks answered at 400 per second: the last waits 25 s for its
+    // turn, past the default first-packet and read-write timeouts (and
+    // within the 40 s task deadline).
+    let (ok, downs) = deep_long_queue(long_cfg(Profile::Stn), 10_000, ms(5) / 2);
+    assert_eq!((ok, downs), (10_000, 0));
+}
+
+#[test]
+fn timing_pipelined_tasks_from_their_write_drops_a_deep_healthy_queue() {
+    // What stn did before (and Mars does): the queue reads as a dead link.
+    let mut cfg = long_cfg(Profile::Stn);
+    cfg.long.wait_follows_link_progress = false;
+    let (ok, downs) = deep_long_queue(cfg, 10_000, ms(5) / 2);
+    assert_eq!(downs, 1, "a first-packet timeout drops the link");
+    assert!(ok < 10_000, "{ok}");
+}

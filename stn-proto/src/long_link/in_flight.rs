@@ -1,6 +1,13 @@
 //! The tasks awaiting a response on an established long link, with their
 //! timers in one index so the next deadline and the expired tasks are found
 //! without visiting every task.
+//!
+//! With [`wait_follows_link_progress`](super::LongLinkConfig::wait_follows_link_progress)
+//! a waiting task's timers start at the later of its write and the link's
+//! last response byte. That instant only moves forward, so a task's index
+//! key (taken when it was last looked at) is a lower bound of its real
+//! deadline: a key that comes due is checked and, if the task has not
+//! really expired, moved to its real deadline.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -20,12 +27,23 @@ pub(super) struct Running {
 }
 
 impl Running {
-    /// The earliest instant at which one of its timers fires.
-    fn next_deadline(&self) -> Instant {
-        let rw = self.written_at + self.timeouts.read_write;
+    /// Where its read-write and first-packet clocks start: its write, or,
+    /// while it waits for its first byte, the link's last progress if later.
+    fn clock_start(&self, progress: Option<Instant>) -> Instant {
+        match (self.last_byte_at, progress) {
+            (None, Some(p)) => self.written_at.max(p),
+            _ => self.written_at,
+        }
+    }
+
+    /// The earliest instant at which one of its timers fires, given the
+    /// link's last progress.
+    fn next_deadline(&self, progress: Option<Instant>) -> Instant {
+        let start = self.clock_start(progress);
+        let rw = start + self.timeouts.read_write;
         let wait = match self.last_byte_at {
             None => {
-                self.written_at
+                start
                     + self
                         .timeouts
                         .long_polling
@@ -37,21 +55,20 @@ impl Running {
     }
 
     /// Which timer has fired at `now`, if any (exactly when
-    /// `next_deadline() <= now`). The task deadline wins, then read-write
-    /// (Mars: RW overrides), then first-packet or packet-gap.
-    fn expired(&self, now: Instant) -> Option<TimeoutKind> {
+    /// `next_deadline(progress) <= now`). The task deadline wins, then
+    /// read-write (Mars: RW overrides), then first-packet or packet-gap.
+    fn expired(&self, now: Instant, progress: Option<Instant>) -> Option<TimeoutKind> {
+        let start = self.clock_start(progress);
         if self.deadline.is_some_and(|d| d <= now) {
             return Some(TimeoutKind::Task);
         }
-        if now >= self.written_at + self.timeouts.read_write {
+        if now >= start + self.timeouts.read_write {
             return Some(TimeoutKind::ReadWrite);
         }
         match self.last_byte_at {
             None => match self.timeouts.long_polling {
-                Some(lp) if now >= self.written_at + lp => Some(TimeoutKind::LongPolling),
-                None if now >= self.written_at + self.timeouts.first_packet => {
-                    Some(TimeoutKind::FirstPacket)
-                }
+                Some(lp) if now >= start + lp => Some(TimeoutKind::LongPolling),
+                None if now >= start + self.timeouts.first_packet => Some(TimeoutKind::FirstPacket),
                 _ => None,
             },
             Some(last) if now >= last + self.timeouts.packet_gap => Some(TimeoutKind::PacketGap),
@@ -60,14 +77,27 @@ impl Running {
     }
 }
 
-/// Running tasks by id, and `(next deadline, id)` for each of them.
-#[derive(Debug, Default)]
+/// Running tasks by id, and `(deadline key, id)` for each of them.
+#[derive(Debug)]
 pub(super) struct InFlight {
-    tasks: BTreeMap<TaskId, Running>,
+    /// Running tasks, each with its key in `timers`.
+    tasks: BTreeMap<TaskId, (Running, Instant)>,
     timers: BTreeSet<(Instant, TaskId)>,
+    /// The last response byte of any task, if waiting tasks are timed from it.
+    progress: Option<Instant>,
+    follow_progress: bool,
 }
 
 impl InFlight {
+    pub(super) fn new(follow_progress: bool) -> Self {
+        InFlight {
+            tasks: BTreeMap::new(),
+            timers: BTreeSet::new(),
+            progress: None,
+            follow_progress,
+        }
+    }
+
     pub(super) fn len(&self) -> usize {
         self.tasks.len()
     }
@@ -77,45 +107,64 @@ impl InFlight {
     }
 
     pub(super) fn insert(&mut self, task: TaskId, run: Running) {
-        if let Some(old) = self.tasks.remove(&task) {
-            self.timers.remove(&(old.next_deadline(), task));
-        }
-        self.timers.insert((run.next_deadline(), task));
-        self.tasks.insert(task, run);
+        self.remove(task);
+        let key = run.next_deadline(self.progress);
+        self.timers.insert((key, task));
+        self.tasks.insert(task, (run, key));
     }
 
     pub(super) fn remove(&mut self, task: TaskId) -> Option<Running> {
-        let run = self.tasks.remove(&task)?;
-        self.timers.remove(&(run.next_deadline(), task));
+        let (run, key) = self.tasks.remove(&task)?;
+        self.timers.remove(&(key, task));
         Some(run)
     }
 
     /// Bytes of `task`'s response arrived at `now`: the first-packet and
     /// packet-gap timers see them.
     pub(super) fn note_progress(&mut self, task: TaskId, now: Instant) {
-        let Some(run) = self.tasks.get_mut(&task) else {
+        let Some((run, key)) = self.tasks.get_mut(&task) else {
             return;
         };
-        self.timers.remove(&(run.next_deadline(), task));
+        if self.follow_progress {
+            self.progress = Some(now);
+        }
+        self.timers.remove(&(*key, task));
         run.first_byte_at.get_or_insert(now);
         run.last_byte_at = Some(now);
-        self.timers.insert((run.next_deadline(), task));
+        *key = run.next_deadline(self.progress);
+        self.timers.insert((*key, task));
     }
 
-    /// The earliest timer of any running task.
+    /// The earliest timer key of any running task: a lower bound of the
+    /// next deadline (exact unless waiting tasks follow the link's progress).
     pub(super) fn next_deadline(&self) -> Option<Instant> {
         self.timers.first().map(|(t, _)| *t)
     }
 
     /// Every task whose timer has fired at `now`, in id order, with the
-    /// timer that fired.
-    pub(super) fn expired(&self, now: Instant) -> Vec<(TaskId, TimeoutKind)> {
-        let mut out: Vec<(TaskId, TimeoutKind)> = self
+    /// timer that fired. Keys that came due for tasks that have not expired
+    /// move to their real deadlines.
+    pub(super) fn expired(&mut self, now: Instant) -> Vec<(TaskId, TimeoutKind)> {
+        let due: Vec<(Instant, TaskId)> = self
             .timers
             .iter()
             .take_while(|(t, _)| *t <= now)
-            .filter_map(|(_, id)| Some((*id, self.tasks.get(id)?.expired(now)?)))
+            .copied()
             .collect();
+        let mut out = Vec::new();
+        for (key, id) in due {
+            let Some((run, slot)) = self.tasks.get_mut(&id) else {
+                continue;
+            };
+            match run.expired(now, self.progress) {
+                Some(kind) => out.push((id, kind)),
+                None => {
+                    self.timers.remove(&(key, id));
+                    *slot = run.next_deadline(self.progress);
+                    self.timers.insert((*slot, id));
+                }
+            }
+        }
         out.sort_unstable_by_key(|(id, _)| *id);
         out
     }

@@ -1487,3 +1487,101 @@ fn determinism_on_a_fixed_script() {
     assert!(a.len() > 10, "{a:?}");
     assert_eq!(a, run());
 }
+
+/// The events of `ev` that end a task or the link.
+fn endings(ev: &[LongLinkEvent]) -> Vec<LongLinkEvent> {
+    ev.iter()
+        .filter(|e| {
+            matches!(
+                e,
+                LongLinkEvent::TaskFailed { .. }
+                    | LongLinkEvent::TaskResponse { .. }
+                    | LongLinkEvent::Disconnected { .. }
+            )
+        })
+        .cloned()
+        .collect()
+}
+
+fn answered(ev: &[LongLinkEvent]) -> Vec<u32> {
+    ev.iter()
+        .filter_map(|e| match e {
+            LongLinkEvent::TaskResponse { task, .. } => Some(task.get()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Three tasks pipelined at once (first-packet timeout 5 s); the server
+/// answers one every 4 s, so the last waits 12 s for its turn.
+fn deep_queue(profile: Profile) -> Vec<LongLinkEvent> {
+    let mut h = H::new(config(profile));
+    let conn = h.ready();
+    let t0 = h.now;
+    for id in 1..=3 {
+        h.send(id, b"x");
+    }
+    let mut ev = Vec::new();
+    for (i, id) in [1u32, 2, 3].into_iter().enumerate() {
+        let at = t0 + secs(4 * (i as u64 + 1));
+        // Every timer due on the way, then the answer.
+        while let Some(t) = h.link.poll_timeout().filter(|t| *t < at) {
+            ev.extend(h.at(t));
+        }
+        ev.extend(h.at(at));
+        if h.link.is_connected() {
+            ev.extend(h.recv(conn, frame(7, id, b"ok")));
+        }
+    }
+    endings(&ev)
+}
+
+#[test]
+fn stn_times_a_pipelined_task_from_the_links_last_answer() {
+    let ev = deep_queue(Profile::Stn);
+    assert_eq!(answered(&ev), vec![1, 2, 3], "{ev:?}");
+    assert_eq!(ev.len(), 3, "no failure, no disconnect: {ev:?}");
+}
+
+#[test]
+fn mars_times_a_pipelined_task_from_its_write() {
+    let ev = deep_queue(Profile::Mars);
+    let err = Error::Timeout(TimeoutKind::FirstPacket);
+    assert_eq!(answered(&ev), vec![1], "{ev:?}");
+    assert_eq!(
+        ev[1..],
+        [
+            failed(2, err.clone()),
+            failed(3, err.clone()),
+            LongLinkEvent::Disconnected { error: Some(err) },
+        ]
+    );
+}
+
+#[test]
+fn stn_still_times_out_a_link_that_stops_answering() {
+    let mut h = H::new(config(Profile::Stn));
+    let conn = h.ready();
+    let t0 = h.now;
+    h.send(1, b"x");
+    h.send(2, b"x");
+    h.now = t0 + secs(4);
+    assert_eq!(answered(&h.recv(conn, frame(7, 1, b"ok"))), vec![1]);
+    // Nothing more arrives: task 2 is timed from the last answer.
+    let mut ev = Vec::new();
+    while let Some(t) = h.link.poll_timeout().filter(|t| *t <= t0 + secs(9)) {
+        ev.extend(h.at(t));
+        if !h.link.is_connected() {
+            break;
+        }
+    }
+    assert_eq!(h.now, t0 + secs(9), "{ev:?}");
+    let err = Error::Timeout(TimeoutKind::FirstPacket);
+    assert_eq!(
+        endings(&ev),
+        vec![
+            failed(2, err.clone()),
+            LongLinkEvent::Disconnected { error: Some(err) }
+        ]
+    );
+}
