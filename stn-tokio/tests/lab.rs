@@ -9,10 +9,6 @@ use std::time::Duration;
 
 use stn_tokio::lab::{self, LabClient, LabConfig, NetSpec};
 
-/// Names of its own so a concurrent `stn lab` (prefix `stnlab`) is not
-/// disturbed.
-const PREFIX: &str = "stnlabtest";
-
 #[test]
 // The skip line and the measured table are this test's output.
 #[allow(clippy::print_stdout, clippy::print_stderr)]
@@ -22,10 +18,12 @@ fn short_lab_loss_and_outage() {
         eprintln!("{}", lab::skip_message(&why));
         return;
     }
+    // Names of its own, so a concurrent `stn lab` or lab test is not disturbed.
+    let prefix = lab_support::unique_prefix("stnlt");
     let outage = Duration::from_secs(3);
     let config = LabConfig {
         net: NetSpec {
-            prefix: PREFIX.to_owned(),
+            prefix: prefix.clone(),
             client_ip: Ipv4Addr::new(10, 231, 1, 1),
             server_ip: Ipv4Addr::new(10, 231, 1, 2),
         },
@@ -45,7 +43,7 @@ fn short_lab_loss_and_outage() {
     println!("{}", report.markdown());
 
     // The namespaces (and with them the veth pair) are gone.
-    lab_support::assert_namespaces_gone(PREFIX);
+    lab_support::assert_namespaces_gone(&prefix);
 
     // 10% loss: the rule really dropped packets, and every stn call
     // succeeded within its own deadline (the engine's; the lab's cap is

@@ -13,9 +13,6 @@ use std::time::Duration;
 use stn_tokio::lab::scenario::{self, Scenario, ScenarioLabConfig};
 use stn_tokio::lab::{self, NetSpec};
 
-/// Names of its own so a concurrent `stn lab` or lab test is not disturbed.
-const PREFIX: &str = "stnlabemu";
-
 const SCENARIO: &str = r#"
 name = "ci-delayed"
 clients = ["stn", "okhttp-2017", "oracle"]
@@ -44,10 +41,12 @@ fn delayed_scenario_through_the_emulator() {
         eprintln!("{}", lab::scenario_skip_message(&why));
         return;
     }
+    // Names of its own, so a concurrent `stn lab` or lab test is not disturbed.
+    let prefix = lab_support::unique_prefix("stnle");
     let s = Scenario::from_toml(SCENARIO, "ci-delayed.toml").expect("scenario");
     let mut config = ScenarioLabConfig::for_scenario(&s);
     config.net = NetSpec {
-        prefix: PREFIX.to_owned(),
+        prefix: prefix.clone(),
         client_ip: Ipv4Addr::new(10, 231, 2, 1),
         server_ip: Ipv4Addr::new(10, 231, 2, 2),
     };
@@ -63,7 +62,7 @@ fn delayed_scenario_through_the_emulator() {
     println!("{}", report.markdown());
 
     // The namespaces (and with them the TUN devices) are gone.
-    lab_support::assert_namespaces_gone(PREFIX);
+    lab_support::assert_namespaces_gone(&prefix);
 
     assert_eq!(report.runs, scenario::MIN_RUNS);
     let names: Vec<&str> = report.rows.iter().map(|r| r.client.as_str()).collect();

@@ -31,6 +31,12 @@
 //! It needs root, `ip` and `nft`; [`preflight`] says why not, and `stn lab`
 //! then prints [`skip_message`] and exits 0.
 //!
+//! With delay and bandwidth: `stn lab --scenario FILE.toml` ([`scenario`])
+//! replaces the veth pair with TUN devices and the [`LinkEmulator`], which
+//! carries every packet through stn-sim's own link model, and runs an
+//! stn-sim scenario file on the kernel beside the simulator; it needs root,
+//! `ip` and `/dev/net/tun` ([`scenario_preflight`]). See `docs/lab.md`.
+//!
 //! ```no_run
 //! # async fn lab() -> anyhow::Result<()> {
 //! use stn_tokio::lab::{preflight, run, skip_message, LabConfig};

@@ -2,6 +2,15 @@
 
 use std::process::Command;
 
+/// A lab prefix of its own for this test process: `short` (at most 6
+/// characters) and the process id, so that two checkouts running their lab
+/// tests at once cannot delete each other's namespaces (the lab deletes
+/// stale namespaces of its own names when it starts).
+pub(crate) fn unique_prefix(short: &str) -> String {
+    // 6 + 7 digits = 13 characters, the lab's limit.
+    format!("{short}{}", std::process::id() % 10_000_000)
+}
+
 /// The tests' two-worker tokio runtime.
 pub(crate) fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()

@@ -22,7 +22,8 @@ const MAX_TRACKED_CONNECTS: usize = 65_536;
 /// at most the MTU; 64 KiB covers any IPv4 packet.
 const READ_BUFFER: usize = 65_536;
 
-/// What one direction did since the last [`DirectionShared::reset`].
+/// What one direction did since the last
+/// [`LinkEmulator::set_path`](super::LinkEmulator::set_path).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct DirectionStats {
     /// The link model's counters (offered, delivered, lost, queue drops,
@@ -37,7 +38,7 @@ pub struct DirectionStats {
     /// Non-IPv4 packets the emulator did not forward (IPv6 neighbour
     /// discovery and the like).
     pub not_ipv4: u64,
-    /// Packets dropped because [`MAX_IN_FLIGHT`] were already in flight.
+    /// Packets dropped because 4096 were already in flight.
     pub overflow_drops: u64,
     /// Packets written to the far side.
     pub written: u64,

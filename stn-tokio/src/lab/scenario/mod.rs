@@ -1,5 +1,5 @@
 //! `stn lab --scenario FILE.toml`: a stn-sim scenario file run on the real
-//! kernel through the [link emulator](super::emulator), and again in the
+//! kernel through the [link emulator](super::LinkEmulator), and again in the
 //! simulator, side by side.
 //!
 //! Each client of the scenario runs alone, one run after another, on a
