@@ -260,6 +260,30 @@ mod tests {
     }
 
     #[test]
+    fn scenario_options() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("lab").chain(args.iter().copied()))
+                .map_err(anyhow::Error::from)
+                .and_then(|cli| cli.lab.scenario_config())
+        };
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/loss30.toml");
+        assert!(parse(&[]).unwrap().is_none());
+        let (s, c) = parse(&["--scenario", file, "--seed", "7"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.name, "lab-loss30");
+        assert_eq!((c.runs, c.seed), (5, 7));
+        let (_, c) = parse(&["--scenario", file, "--runs", "3"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.runs, 3);
+        // A median and a range need three runs; --runs needs a scenario.
+        assert!(parse(&["--scenario", file, "--runs", "2"]).is_err());
+        assert!(parse(&["--runs", "3"]).is_err());
+        assert!(parse(&["--scenario", "/nonexistent/x.toml"]).is_err());
+    }
+
+    #[test]
     fn bad_values_are_refused() {
         for args in [
             &["--loss", "101"][..],

@@ -171,3 +171,24 @@ pub async fn run(
         rows,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_android_short_link_scenarios_run_on_the_kernel() {
+        let parse = |text: &str| Scenario::from_toml(text, "t.toml").unwrap();
+        assert!(check(&parse("clients = [\"stn\", \"okhttp-5\"]")).is_ok());
+        let ios = check(&parse("platform = \"ios\"\nclients = [\"nsurlsession\"]")).unwrap_err();
+        assert!(ios.to_string().contains("xnu"), "{ios}");
+        let long = check(&parse(
+            "clients = [\"stn\"]\n[workload]\nchannel = \"long\"",
+        ))
+        .unwrap_err();
+        assert!(long.to_string().contains("short-link"), "{long}");
+        // At least three runs, whatever the file says.
+        let c = ScenarioLabConfig::for_scenario(&parse("clients = [\"stn\"]\nruns = 1"));
+        assert_eq!(c.runs, MIN_RUNS);
+    }
+}
