@@ -2,23 +2,12 @@
 //! one 3 s outage, in network namespaces with nftables. Skips (passing, with
 //! a message) where not root or `ip`/`nft` are missing.
 
+mod lab_support;
+
 use std::net::Ipv4Addr;
-use std::process::Command;
 use std::time::Duration;
 
 use stn_tokio::lab::{self, LabClient, LabConfig, NetSpec};
-
-/// Names of its own so a concurrent `stn lab` (prefix `stnlab`) is not
-/// disturbed.
-const PREFIX: &str = "stnlabtest";
-
-fn namespaces() -> String {
-    Command::new("ip")
-        .args(["netns", "list"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-        .unwrap_or_default()
-}
 
 #[test]
 // The skip line and the measured table are this test's output.
@@ -29,10 +18,12 @@ fn short_lab_loss_and_outage() {
         eprintln!("{}", lab::skip_message(&why));
         return;
     }
+    // Names of its own, so a concurrent `stn lab` or lab test is not disturbed.
+    let prefix = lab_support::unique_prefix("stnlt");
     let outage = Duration::from_secs(3);
     let config = LabConfig {
         net: NetSpec {
-            prefix: PREFIX.to_owned(),
+            prefix: prefix.clone(),
             client_ip: Ipv4Addr::new(10, 231, 1, 1),
             server_ip: Ipv4Addr::new(10, 231, 1, 2),
         },
@@ -43,11 +34,7 @@ fn short_lab_loss_and_outage() {
         call_cap: Duration::from_secs(40),
         server_port: 8080,
     };
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("tokio runtime");
+    let rt = lab_support::runtime();
     // The whole short lab is bounded well under CI's two minutes.
     let report = rt
         .block_on(async { tokio::time::timeout(Duration::from_secs(100), lab::run(&config)).await })
@@ -56,11 +43,7 @@ fn short_lab_loss_and_outage() {
     println!("{}", report.markdown());
 
     // The namespaces (and with them the veth pair) are gone.
-    let left = namespaces();
-    assert!(
-        !left.contains(&format!("{PREFIX}-cli")) && !left.contains(&format!("{PREFIX}-srv")),
-        "lab namespaces left behind: {left}"
-    );
+    lab_support::assert_namespaces_gone(&prefix);
 
     // 10% loss: the rule really dropped packets, and every stn call
     // succeeded within its own deadline (the engine's; the lab's cap is

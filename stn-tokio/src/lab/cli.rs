@@ -4,7 +4,10 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 
-use super::{preflight, run, skip_message, LabClient, LabConfig, NetSpec};
+use super::{
+    preflight, run, scenario, scenario_preflight, scenario_skip_message, skip_message, LabClient,
+    LabConfig, NetSpec,
+};
 
 /// Arguments of `stn lab`.
 #[derive(Debug, Clone, clap::Args)]
@@ -35,6 +38,18 @@ pub struct LabArgs {
     /// Print the report as JSON instead of Markdown.
     #[arg(long)]
     pub json: bool,
+    /// Run this stn-sim scenario file on the kernel through the link
+    /// emulator (TUN devices and stn-sim's link model) and in the simulator
+    /// (Linux >= 6.5 TCP), side by side; the loss, outage, calls and clients
+    /// options do not apply.
+    #[arg(long, value_name = "FILE.toml")]
+    pub scenario: Option<std::path::PathBuf>,
+    /// Scenario runs per client [default: the file's `runs`, at least 3].
+    #[arg(long, value_name = "N", requires = "scenario")]
+    pub runs: Option<u32>,
+    /// Root seed of a scenario run (as `stn-sim run --seed`).
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "scenario")]
+    pub seed: u64,
 }
 
 /// Splits a comma-separated list; `none` or an empty string is empty.
@@ -56,6 +71,39 @@ where
 }
 
 impl LabArgs {
+    /// The scenario and its lab configuration, when `--scenario` is given.
+    ///
+    /// # Errors
+    ///
+    /// The file cannot be read or is not a valid scenario the lab can run,
+    /// or `--runs` is below [`scenario::MIN_RUNS`].
+    pub fn scenario_config(
+        &self,
+    ) -> anyhow::Result<Option<(stn_sim::scenario::Scenario, scenario::ScenarioLabConfig)>> {
+        let Some(path) = &self.scenario else {
+            return Ok(None);
+        };
+        let s = stn_sim::scenario::Scenario::from_path(path)?;
+        scenario::check(&s)?;
+        let mut c = scenario::ScenarioLabConfig::for_scenario(&s);
+        if let Some(runs) = self.runs {
+            if !(scenario::MIN_RUNS..=100).contains(&runs) {
+                bail!(
+                    "--runs must be {}..=100 (a median and a range)",
+                    scenario::MIN_RUNS
+                );
+            }
+            c.runs = runs;
+        }
+        c.seed = self.seed;
+        c.call_cap = Duration::from_secs(self.call_cap_secs.max(1));
+        c.net = NetSpec {
+            prefix: self.prefix.clone(),
+            ..NetSpec::default()
+        };
+        Ok(Some((s, c)))
+    }
+
     /// The lab configuration these arguments ask for.
     ///
     /// # Errors
@@ -118,26 +166,52 @@ impl LabArgs {
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub async fn run_cli(args: LabArgs) -> anyhow::Result<()> {
     let config = args.config()?;
+    if let Some((s, c)) = args.scenario_config()? {
+        if let Err(why) = scenario_preflight() {
+            println!("{}", scenario_skip_message(&why));
+            return Ok(());
+        }
+        let report = until_ctrl_c(scenario::run(&s, &c))
+            .await
+            .with_context(|| format!("scenario {} on the real kernel", s.name))?;
+        print_report(args.json, || report.to_json(), || report.markdown());
+        return Ok(());
+    }
     if let Err(why) = preflight() {
         println!("{}", skip_message(&why));
         return Ok(());
     }
-    let finished = tokio::select! {
-        report = run(&config) => Some(report),
-        _ = tokio::signal::ctrl_c() => None,
-    };
-    // The lab future is dropped by now: its guards deleted the namespaces.
-    let Some(report) = finished else {
-        eprintln!("interrupted: lab network deleted");
-        std::process::exit(130);
-    };
-    let report = report.context("real-kernel lab")?;
-    if args.json {
-        println!("{}", report.to_json());
-    } else {
-        println!("{}", report.markdown());
-    }
+    let report = until_ctrl_c(run(&config))
+        .await
+        .context("real-kernel lab")?;
+    print_report(
+        args.json,
+        || report.to_json().to_string(),
+        || report.markdown(),
+    );
     Ok(())
+}
+
+/// Runs the lab future; on Ctrl-C drops it (its guards delete the
+/// namespaces) and exits 130.
+#[allow(clippy::print_stderr)]
+async fn until_ctrl_c<T>(lab: impl std::future::Future<Output = T>) -> T {
+    tokio::select! {
+        done = lab => done,
+        _ = tokio::signal::ctrl_c() => {
+            eprintln!("interrupted: lab network deleted");
+            std::process::exit(130);
+        }
+    }
+}
+
+#[allow(clippy::print_stdout)]
+fn print_report(
+    json: bool,
+    as_json: impl FnOnce() -> String,
+    as_markdown: impl FnOnce() -> String,
+) {
+    println!("{}", if json { as_json() } else { as_markdown() });
 }
 
 #[cfg(test)]
@@ -183,6 +257,30 @@ mod tests {
             config(&["--outages", "2.5"]).unwrap().outages,
             vec![Duration::from_millis(2500)]
         );
+    }
+
+    #[test]
+    fn scenario_options() {
+        let parse = |args: &[&str]| {
+            Cli::try_parse_from(std::iter::once("lab").chain(args.iter().copied()))
+                .map_err(anyhow::Error::from)
+                .and_then(|cli| cli.lab.scenario_config())
+        };
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/scenarios/loss30.toml");
+        assert!(parse(&[]).unwrap().is_none());
+        let (s, c) = parse(&["--scenario", file, "--seed", "7"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(s.name, "lab-loss30");
+        assert_eq!((c.runs, c.seed), (5, 7));
+        let (_, c) = parse(&["--scenario", file, "--runs", "3"])
+            .unwrap()
+            .unwrap();
+        assert_eq!(c.runs, 3);
+        // A median and a range need three runs; --runs needs a scenario.
+        assert!(parse(&["--scenario", file, "--runs", "2"]).is_err());
+        assert!(parse(&["--runs", "3"]).is_err());
+        assert!(parse(&["--scenario", "/nonexistent/x.toml"]).is_err());
     }
 
     #[test]

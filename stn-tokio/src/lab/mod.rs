@@ -31,6 +31,12 @@
 //! It needs root, `ip` and `nft`; [`preflight`] says why not, and `stn lab`
 //! then prints [`skip_message`] and exits 0.
 //!
+//! With delay and bandwidth: `stn lab --scenario FILE.toml` ([`scenario`])
+//! replaces the veth pair with TUN devices and the [`LinkEmulator`], which
+//! carries every packet through stn-sim's own link model, and runs an
+//! stn-sim scenario file on the kernel beside the simulator; it needs root,
+//! `ip` and `/dev/net/tun` ([`scenario_preflight`]). See `docs/lab.md`.
+//!
 //! ```no_run
 //! # async fn lab() -> anyhow::Result<()> {
 //! use stn_tokio::lab::{preflight, run, skip_message, LabConfig};
@@ -46,9 +52,11 @@
 
 mod calls;
 mod cli;
+mod emulator;
 mod netns;
 mod nft;
 mod report;
+pub mod scenario;
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -63,6 +71,7 @@ use calls::CallRecord;
 use netns::{LabNet, Names, NsRuntime};
 
 pub use cli::{run_cli, LabArgs};
+pub use emulator::{DirectionStats, EmulatorStats, LinkEmulator};
 pub use report::{LabReport, LossRow, OutageResult, OutageRow, SeriesStats};
 
 /// What `stn lab` prints (followed by the reason in parentheses) when it
@@ -80,25 +89,58 @@ pub fn skip_message(reason: &str) -> String {
 ///
 /// Why not, in a few words.
 pub fn preflight() -> Result<(), String> {
+    need_root()?;
+    need_tool("ip", &["-V"], "iproute2")?;
+    need_tool("nft", &["--version"], "nftables")
+}
+
+/// What `stn lab --scenario` prints (followed by the reason in parentheses)
+/// when it cannot run.
+pub const SCENARIO_SKIP_PREFIX: &str = "skipping real-kernel scenario lab: needs root, ip and TUN";
+
+/// The skip line for a [`scenario_preflight`] reason.
+pub fn scenario_skip_message(reason: &str) -> String {
+    format!("{SCENARIO_SKIP_PREFIX} ({reason})")
+}
+
+/// `Ok` when the link emulator can run here: root, `ip`, and
+/// `/dev/net/tun` (nftables is not needed).
+///
+/// # Errors
+///
+/// Why not, in a few words.
+pub fn scenario_preflight() -> Result<(), String> {
+    need_root()?;
+    need_tool("ip", &["-V"], "iproute2")?;
+    std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/net/tun")
+        .map(drop)
+        .map_err(|e| format!("cannot open /dev/net/tun: {e}"))
+}
+
+fn need_root() -> Result<(), String> {
     let euid = rustix::process::geteuid();
-    if !euid.is_root() {
-        return Err(format!("not root: euid {}", euid.as_raw()));
+    if euid.is_root() {
+        Ok(())
+    } else {
+        Err(format!("not root: euid {}", euid.as_raw()))
     }
-    for (tool, args, hint) in [
-        ("ip", &["-V"][..], "iproute2"),
-        ("nft", &["--version"][..], "nftables"),
-    ] {
-        let found = std::process::Command::new(tool)
-            .args(args)
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .is_ok_and(|s| s.success());
-        if !found {
-            return Err(format!("`{tool}` not found: install {hint}"));
-        }
+}
+
+fn need_tool(tool: &str, args: &[&str], package: &str) -> Result<(), String> {
+    let found = std::process::Command::new(tool)
+        .args(args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if found {
+        Ok(())
+    } else {
+        Err(format!("`{tool}` not found: install {package}"))
     }
-    Ok(())
 }
 
 /// A client the lab runs.
@@ -273,20 +315,8 @@ pub async fn run(config: &LabConfig) -> anyhow::Result<LabReport> {
     // Declared first so it is dropped last: the runtimes (and their
     // sockets) leave the namespaces before they are deleted.
     let net = LabNet::create(names.clone()).context("creating the lab network")?;
-    let srv_rt = NsRuntime::start(&names.srv_ns)?;
-    let cli_rt = NsRuntime::start(&names.cli_ns)?;
-    let server_addr = SocketAddr::new(names.server_ip.into(), config.server_port);
-    let server = srv_rt
-        .handle()
-        .spawn(Server::start(ServerConfig {
-            long_addr: None,
-            short_addr: Some(server_addr),
-            ..ServerConfig::default()
-        }))
-        .await?
-        .context("starting the reference server in the server namespace")?;
-    tracing::info!(%server_addr, cli = %names.cli_ns, srv = %names.srv_ns, "lab network up");
-    wait_reachable(&cli_rt, server_addr).await?;
+    let hosts = LabHosts::start(&names, config.server_port, None).await?;
+    let (cli_rt, server_addr) = (&hosts.cli_rt, hosts.server_addr);
 
     let mut loss_rows = Vec::new();
     for &percent in &config.loss_percents {
@@ -329,12 +359,10 @@ pub async fn run(config: &LabConfig) -> anyhow::Result<LabReport> {
     for &outage in &config.outages {
         // Let the previous run's leftovers (FINs, retransmissions) drain.
         tokio::time::sleep(Duration::from_secs(1)).await;
-        outage_rows.push(outage_run(&names, &cli_rt, config, server_addr, outage).await?);
+        outage_rows.push(outage_run(&names, cli_rt, config, server_addr, outage).await?);
     }
 
-    srv_rt.handle().spawn(server.shutdown()).await?;
-    drop(cli_rt);
-    drop(srv_rt);
+    hosts.shutdown().await?;
     drop(net);
     Ok(LabReport {
         kernel: kernel_release(),
@@ -344,6 +372,56 @@ pub async fn run(config: &LabConfig) -> anyhow::Result<LabReport> {
         loss: loss_rows,
         outages: outage_rows,
     })
+}
+
+/// The two namespaces' runtimes and the reference server (short link only)
+/// in the server namespace, reachable from the client namespace.
+#[derive(Debug)]
+struct LabHosts {
+    /// Runs the clients, inside the client namespace.
+    cli_rt: NsRuntime,
+    srv_rt: NsRuntime,
+    server: crate::server::ServerHandle,
+    /// The server's short-link address.
+    server_addr: SocketAddr,
+}
+
+impl LabHosts {
+    /// Starts both runtimes and the server on `port` (`response_size` as
+    /// [`ServerConfig::response_size`]), then waits until a client connect
+    /// reaches it.
+    async fn start(names: &Names, port: u16, response_size: Option<usize>) -> anyhow::Result<Self> {
+        let srv_rt = NsRuntime::start(&names.srv_ns)?;
+        let cli_rt = NsRuntime::start(&names.cli_ns)?;
+        let server_addr = SocketAddr::new(names.server_ip.into(), port);
+        let server = srv_rt
+            .handle()
+            .spawn(Server::start(ServerConfig {
+                long_addr: None,
+                short_addr: Some(server_addr),
+                response_size,
+                ..ServerConfig::default()
+            }))
+            .await?
+            .context("starting the reference server in the server namespace")?;
+        tracing::info!(%server_addr, cli = %names.cli_ns, srv = %names.srv_ns, "lab network up");
+        wait_reachable(&cli_rt, server_addr).await?;
+        Ok(LabHosts {
+            cli_rt,
+            srv_rt,
+            server,
+            server_addr,
+        })
+    }
+
+    /// Stops the server, then both runtimes (their sockets leave the
+    /// namespaces before these are deleted).
+    async fn shutdown(self) -> anyhow::Result<()> {
+        self.srv_rt.handle().spawn(self.server.shutdown()).await?;
+        drop(self.cli_rt);
+        drop(self.srv_rt);
+        Ok(())
+    }
 }
 
 /// Waits until a TCP connect from the client namespace reaches the server.

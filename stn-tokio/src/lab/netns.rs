@@ -95,14 +95,11 @@ pub(super) struct LabNet {
 }
 
 impl LabNet {
-    /// Deletes stale namespaces of the same names, then creates fresh ones.
+    /// Deletes stale namespaces of the same names, then creates fresh ones
+    /// joined by a veth pair (the nftables lab).
     pub(super) fn create(names: Names) -> anyhow::Result<LabNet> {
-        delete_namespaces(&names);
-        run("ip", &["netns", "add", &names.cli_ns], None)?;
-        // From here on the guard cleans up whatever was made.
-        let net = LabNet { names };
+        let net = LabNet::create_namespaces(names)?;
         let n = &net.names;
-        run("ip", &["netns", "add", &n.srv_ns], None)?;
         run(
             "ip",
             &[
@@ -117,8 +114,23 @@ impl LabNet {
         ] {
             let addr = format!("{ip}/30");
             run("ip", &["-n", ns, "addr", "add", &addr, "dev", dev], None)?;
-            run("ip", &["-n", ns, "link", "set", "lo", "up"], None)?;
             run("ip", &["-n", ns, "link", "set", dev, "up"], None)?;
+        }
+        Ok(net)
+    }
+
+    /// Deletes stale namespaces of the same names, then creates the two
+    /// namespaces with only their loopback up (the emulator adds its TUN
+    /// devices).
+    pub(super) fn create_namespaces(names: Names) -> anyhow::Result<LabNet> {
+        delete_namespaces(&names);
+        run("ip", &["netns", "add", &names.cli_ns], None)?;
+        // From here on the guard cleans up whatever was made.
+        let net = LabNet { names };
+        let n = &net.names;
+        run("ip", &["netns", "add", &n.srv_ns], None)?;
+        for ns in [&n.cli_ns, &n.srv_ns] {
+            run("ip", &["-n", ns, "link", "set", "lo", "up"], None)?;
         }
         Ok(net)
     }
@@ -148,6 +160,35 @@ pub(super) fn namespace_exists(ns: &str) -> bool {
     })
 }
 
+/// Moves the calling thread into the network namespace `ns` (setns(2)
+/// moves only this thread; threads it spawns inherit it).
+fn enter_namespace(ns: &str) -> anyhow::Result<()> {
+    let path = format!("/var/run/netns/{ns}");
+    let file = File::open(&path).with_context(|| format!("opening {path}"))?;
+    rustix::thread::move_into_link_name_space(
+        file.as_fd(),
+        Some(rustix::thread::LinkNameSpaceType::Network),
+    )
+    .with_context(|| format!("entering network namespace {path}"))
+}
+
+/// Runs `f` on a short-lived thread inside the network namespace `ns`, so
+/// whatever it creates (a TUN device, a socket) belongs to that namespace.
+pub(super) fn in_namespace<T: Send>(
+    ns: &str,
+    f: impl FnOnce() -> anyhow::Result<T> + Send,
+) -> anyhow::Result<T> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| {
+                enter_namespace(ns)?;
+                f()
+            })
+            .join()
+            .map_err(|_| anyhow::anyhow!("a thread in namespace {ns} panicked"))?
+    })
+}
+
 /// A current-thread tokio runtime on its own OS thread, which first moves
 /// itself into a network namespace: every socket its tasks open lives there.
 /// Spawn work with [`NsRuntime::handle`]; dropping it stops the runtime
@@ -161,19 +202,13 @@ pub(super) struct NsRuntime {
 
 impl NsRuntime {
     pub(super) fn start(ns: &str) -> anyhow::Result<NsRuntime> {
-        let path = format!("/var/run/netns/{ns}");
+        let ns = ns.to_owned();
         let (ready_tx, ready_rx) = std::sync::mpsc::channel();
         let thread = std::thread::Builder::new()
             .name(format!("{ns}-rt"))
             .spawn(move || {
                 let setup = || -> anyhow::Result<tokio::runtime::Runtime> {
-                    let file = File::open(&path).with_context(|| format!("opening {path}"))?;
-                    // setns(2) moves only this thread; threads it spawns inherit it.
-                    rustix::thread::move_into_link_name_space(
-                        file.as_fd(),
-                        Some(rustix::thread::LinkNameSpaceType::Network),
-                    )
-                    .with_context(|| format!("entering network namespace {path}"))?;
+                    enter_namespace(&ns)?;
                     Ok(tokio::runtime::Builder::new_current_thread()
                         .enable_all()
                         .build()?)
