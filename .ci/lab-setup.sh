@@ -21,6 +21,11 @@ if [ "${#missing[@]}" -gt 0 ]; then
         echo "lab-setup: no apt-get to install ${missing[*]}; the lab test will skip"
     fi
 fi
+# The delay lab (stn-tokio/tests/lab_emulator.rs) needs the TUN device node.
+if [ ! -e /dev/net/tun ]; then
+    mkdir -p /dev/net && mknod /dev/net/tun c 10 200 2>/dev/null \
+        || echo "lab-setup: no /dev/net/tun; the delay lab test will skip"
+fi
 # Stale lab namespaces are deleted by the lab itself at start (deleting them
 # here could break a lab that is running).
 if command -v nft >/dev/null 2>&1 && command -v ip >/dev/null 2>&1; then
