@@ -21,9 +21,7 @@ use crate::network::{NetEvent, Network};
 use crate::socket::{SocketError, SocketEvent, SocketId};
 use crate::tcp::TcpStack;
 
-/// A client in the simulation, numbered in the order added.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ClientId(pub u32);
+pub use crate::ids::ClientId;
 
 /// A client model.
 pub trait SimClient {

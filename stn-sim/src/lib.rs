@@ -81,6 +81,7 @@ pub mod fresh_conn;
 pub mod fuzzing;
 pub mod host;
 pub mod http;
+mod ids;
 pub mod link;
 mod network;
 pub mod oracle;

@@ -8,9 +8,9 @@ use std::net::{IpAddr, SocketAddr};
 use stn_proto::rng::Rng;
 use stn_proto::time::Instant;
 
-use crate::client::ClientId;
 use crate::event::EventQueue;
 use crate::host::{HostOutput, ServerAction, ServerConnId, ServerHost};
+use crate::ids::ClientId;
 use crate::link::{Link, LinkStats, LinkVerdict};
 use crate::path::{Direction, PathSchedule};
 use crate::socket::{SocketError, SocketEvent, SocketId};

@@ -3,7 +3,7 @@
 use bytes::Bytes;
 use stn_proto::net::ConnectError;
 
-use crate::trace::Fnv64;
+use crate::ids::Fnv64;
 
 /// A client-side socket handle, unique for the whole run (never reused).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
