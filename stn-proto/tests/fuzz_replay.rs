@@ -6,6 +6,10 @@
 //!
 //! Regenerate the seed files after changing a target's input layout:
 //! `STN_WRITE_SEEDS=1 cargo test -p stn-proto --test fuzz_replay -- --ignored`.
+//!
+//! The corpus and the self dev-dependency live in the repository only: in
+//! the packaged crate this test compiles to nothing.
+#![cfg(feature = "fuzzing")]
 
 mod replay;
 
