@@ -28,6 +28,11 @@
 //! - `base-short`: N tasks each doing connect → write the same request
 //!   (`stn_proto::codec::http::encode_request`) → read with `ResponseParser`
 //!   → drop the connection.
+//! - `stn-short-ka`: as `stn-short`, with `Connection: Keep-Alive` on every
+//!   task and a socket pool of N idle connections: requests reuse pooled
+//!   connections (Mars's keep-alive short link).
+//! - `reqwest`: one `reqwest::Client` (HTTP/1.1, keep-alive, its default
+//!   pool), N tasks each POSTing the same CGI path and reading the body.
 //!
 //! Columns: requests and req/s in the measured window (with `--rounds N`, the
 //! median round and the slowest–fastest range); p50/p99/p99.9/max latency of
@@ -55,7 +60,9 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use stn_proto::codec::http::{encode_request, HttpLimits, Progress, RequestHead, ResponseParser};
 use stn_proto::codec::longlink::{self, CodecConfig, Frame, FrameDecoder};
+use stn_proto::engine::PoolConfig;
 use stn_proto::task::{Channel, Task};
+use stn_proto::Profile;
 use stn_tokio::server::{Server, ServerConfig, DEFAULT_CGI_PATH, DEFAULT_HELLO_CMD_ID};
 use stn_tokio::Client;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -74,14 +81,18 @@ enum Scenario {
     BaseLong,
     StnShort,
     BaseShort,
+    StnShortKeepAlive,
+    Reqwest,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 4] = [
+    const ALL: [Scenario; 6] = [
         Scenario::StnLong,
         Scenario::BaseLong,
         Scenario::StnShort,
         Scenario::BaseShort,
+        Scenario::StnShortKeepAlive,
+        Scenario::Reqwest,
     ];
 
     fn name(self) -> &'static str {
@@ -90,6 +101,8 @@ impl Scenario {
             Scenario::BaseLong => "base-long",
             Scenario::StnShort => "stn-short",
             Scenario::BaseShort => "base-short",
+            Scenario::StnShortKeepAlive => "stn-short-ka",
+            Scenario::Reqwest => "reqwest",
         }
     }
 
@@ -99,13 +112,18 @@ impl Scenario {
             Scenario::BaseLong => "baseline long link (tokio, seq mux)",
             Scenario::StnShort => "stn short link (conn per request)",
             Scenario::BaseShort => "baseline short link (tokio, conn per request)",
+            Scenario::StnShortKeepAlive => "stn short link (keep-alive pool)",
+            Scenario::Reqwest => "reqwest (HTTP/1.1 keep-alive)",
         }
     }
 
     fn concurrency(self) -> usize {
         match self {
             Scenario::StnLong | Scenario::BaseLong => LONG_CONCURRENCY,
-            Scenario::StnShort | Scenario::BaseShort => SHORT_CONCURRENCY,
+            Scenario::StnShort
+            | Scenario::BaseShort
+            | Scenario::StnShortKeepAlive
+            | Scenario::Reqwest => SHORT_CONCURRENCY,
         }
     }
 
@@ -194,7 +212,7 @@ fn parse_args() -> Result<Opts, String> {
             "--help" | "-h" => {
                 return Err(
                     "usage: loopback [--quick] [--warmup-secs S] [--measure-secs S] [--rounds N] \
-                     [--only stn-long,base-long,stn-short,base-short] [--in-process]"
+                     [--only stn-long,base-long,stn-short,base-short,stn-short-ka,reqwest] [--in-process]"
                         .to_owned(),
                 )
             }
@@ -304,11 +322,16 @@ enum Target {
     Stn {
         client: Client,
         channel: Channel,
+        keep_alive: bool,
     },
     BaseLong(Arc<Mux>),
     BaseShort {
         addr: SocketAddr,
         limits: HttpLimits,
+    },
+    Reqwest {
+        client: reqwest::Client,
+        url: String,
     },
 }
 
@@ -326,6 +349,7 @@ impl Target {
                     .build()
                     .map_err(|e| e.to_string())?,
                 channel: Channel::Long,
+                keep_alive: false,
             },
             Scenario::StnShort => Target::Stn {
                 client: Client::builder()
@@ -334,6 +358,31 @@ impl Target {
                     .build()
                     .map_err(|e| e.to_string())?,
                 channel: Channel::Short,
+                keep_alive: false,
+            },
+            Scenario::StnShortKeepAlive => Target::Stn {
+                client: Client::builder()
+                    .ip(short.ip())
+                    .short_link_port(short.port())
+                    // One idle connection per worker, as reqwest's pool keeps.
+                    .configure(|c| {
+                        c.socket_pool = Some(PoolConfig {
+                            max_idle_conns: SHORT_CONCURRENCY,
+                            ..PoolConfig::for_profile(Profile::Stn)
+                        });
+                    })
+                    .build()
+                    .map_err(|e| e.to_string())?,
+                channel: Channel::Short,
+                keep_alive: true,
+            },
+            Scenario::Reqwest => Target::Reqwest {
+                client: reqwest::Client::builder()
+                    .http1_only()
+                    .tcp_nodelay(true)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+                url: format!("http://{short}{DEFAULT_CGI_PATH}"),
             },
             Scenario::BaseLong => Target::BaseLong(Mux::connect(long).await?),
             Scenario::BaseShort => Target::BaseShort {
@@ -345,9 +394,16 @@ impl Target {
 
     async fn call(&self, body: Bytes) -> Result<Bytes, String> {
         match self {
-            Target::Stn { client, channel } => {
-                let task =
+            Target::Stn {
+                client,
+                channel,
+                keep_alive,
+            } => {
+                let mut task =
                     Task::new(DEFAULT_HELLO_CMD_ID, DEFAULT_CGI_PATH, body).channel(*channel);
+                if *keep_alive {
+                    task = task.header("Connection", "Keep-Alive");
+                }
                 client
                     .send(task)
                     .await
@@ -356,6 +412,7 @@ impl Target {
             }
             Target::BaseLong(mux) => mux.call(body).await,
             Target::BaseShort { addr, limits } => short_exchange(*addr, *limits, &body).await,
+            Target::Reqwest { client, url } => reqwest_call(client, url, body).await,
         }
     }
 
@@ -363,7 +420,7 @@ impl Target {
         match self {
             Target::Stn { client, .. } => client.shutdown().await,
             Target::BaseLong(mux) => mux.close(),
-            Target::BaseShort { .. } => {}
+            Target::BaseShort { .. } | Target::Reqwest { .. } => {}
         }
     }
 }
@@ -457,6 +514,23 @@ impl Mux {
             t.abort();
         }
     }
+}
+
+/// One POST through reqwest (its pool reuses connections).
+async fn reqwest_call(client: &reqwest::Client, url: &str, body: Bytes) -> Result<Bytes, String> {
+    let response = client
+        .post(url)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| format!("reqwest: {e}"))?;
+    if response.status() != reqwest::StatusCode::OK {
+        return Err(format!("reqwest: status {}", response.status()));
+    }
+    response
+        .bytes()
+        .await
+        .map_err(|e| format!("reqwest body: {e}"))
 }
 
 /// The baseline short link: one request on a fresh connection.
