@@ -121,6 +121,8 @@ pub(crate) struct Driver {
     endpoints: BTreeSet<SocketAddr>,
     long_link: Option<LinkStatus>,
     shutdown_waiters: Vec<oneshot::Sender<()>>,
+    /// Replies were sent since the loop last yielded with nothing to do.
+    replied: bool,
     done: bool,
 }
 
@@ -164,6 +166,7 @@ impl Driver {
             endpoints: BTreeSet::new(),
             long_link: None,
             shutdown_waiters: Vec::new(),
+            replied: false,
             done: false,
             rt: parts.rt,
         }
@@ -242,6 +245,7 @@ impl Driver {
                     }
                     Err(error) => tracing::debug!(parent: &p.span, attempts, %error, "task failed"),
                 }
+                self.replied = true;
                 let _ = p.reply.send(Finished {
                     id: Some(id),
                     outcome: outcome.map_err(Error::from),
@@ -673,6 +677,13 @@ impl Future for Driver {
                 this.timer_at = None;
             }
             if !progressed {
+                if std::mem::take(&mut this.replied) {
+                    // The callers just answered usually send their next
+                    // task at once: come back after them (they run on this
+                    // thread first) rather than sleep and be woken, which
+                    // costs a cross-thread wake-up per batch.
+                    cx.waker().wake_by_ref();
+                }
                 return Poll::Pending;
             }
         }
