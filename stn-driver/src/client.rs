@@ -3,14 +3,12 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::net::IpAddr;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
-use async_channel::{Receiver, Sender};
+use async_channel::Sender;
 use bytes::Bytes;
-use futures_core::Stream;
+use futures_channel::oneshot;
 use stn_proto::engine::{Config, Engine, JudgeRequest, LongLinkEndpoints, Verdict};
 use stn_proto::error::Response;
 use stn_proto::long_link::IdentifyDecision;
@@ -19,8 +17,10 @@ use stn_proto::task::Task;
 use stn_proto::Profile;
 
 use crate::clock::Clock;
-use crate::driver::{Command, Control, Driver, DriverParts, Finished, Judge, Push, Snapshot};
+use crate::driver::{Command, Control, Driver, DriverParts, Judge};
 use crate::error::Error;
+use crate::outcome::{Finished, Snapshot};
+use crate::pushes::{self, Pushes};
 use crate::runtime::Runtime;
 
 type ConfigEdit = Box<dyn FnOnce(&mut Config) + Send>;
@@ -53,7 +53,20 @@ pub struct Builder<R> {
     judge: Option<Judge>,
     queue_capacity: usize,
     push_capacity: usize,
+    push_bytes: usize,
+    read_budget: usize,
 }
+
+/// Default [`Builder::read_budget`]: 72 MiB. The stn profile runs at most 64
+/// short-link attempts at once, each response at most a 16 KiB head and a
+/// 1 MiB body, plus one long-link frame of at most 1 MiB: 72 MiB holds all
+/// of them whole, so legitimate responses never wait for the budget. (The
+/// Mars profiles cap neither attempts nor bodies as tightly: set a budget to
+/// match your own caps.)
+pub const DEFAULT_READ_BUDGET: usize = 72 * 1024 * 1024;
+
+/// Default [`Builder::push_buffer_bytes`]: 4 MiB per [`Pushes`] stream.
+pub const DEFAULT_PUSH_BYTES: usize = 4 * 1024 * 1024;
 
 impl<R: fmt::Debug> fmt::Debug for Builder<R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -87,6 +100,8 @@ impl<R: Runtime> Builder<R> {
             judge: None,
             queue_capacity: 1024,
             push_capacity: 256,
+            push_bytes: DEFAULT_PUSH_BYTES,
+            read_budget: DEFAULT_READ_BUDGET,
         }
     }
 
@@ -218,7 +233,8 @@ impl<R: Runtime> Builder<R> {
     }
 
     /// Capacity of the queue of submissions waiting for the driver (a full
-    /// queue makes `send` wait) and of its event queue.
+    /// queue makes `send` wait). It holds the app's own tasks; nothing a
+    /// server sends is queued in the driver.
     #[must_use]
     pub fn queue_capacity(mut self, n: usize) -> Self {
         self.queue_capacity = n.max(1);
@@ -229,6 +245,27 @@ impl<R: Runtime> Builder<R> {
     #[must_use]
     pub fn push_capacity(mut self, n: usize) -> Self {
         self.push_capacity = n.max(1);
+        self
+    }
+
+    /// Bytes of push bodies buffered per [`Client::pushes`] stream before new
+    /// ones are dropped (default [`DEFAULT_PUSH_BYTES`]).
+    #[must_use]
+    pub fn push_buffer_bytes(mut self, n: usize) -> Self {
+        self.push_bytes = n;
+        self
+    }
+
+    /// Most received bytes the client holds across all its connections
+    /// (default [`DEFAULT_READ_BUDGET`]): partial responses and frames the
+    /// engine is still assembling. When it is reached, readable connections
+    /// wait instead of the client growing, until responses complete or their
+    /// tasks time out. Keep it above the largest response the engine accepts
+    /// (its HTTP head and body caps, its frame cap), or such a response can
+    /// only time out. [`Snapshot::held_bytes`] shows the count.
+    #[must_use]
+    pub fn read_budget(mut self, bytes: usize) -> Self {
+        self.read_budget = bytes.max(1);
         self
     }
 
@@ -286,7 +323,7 @@ impl<R: Runtime> Builder<R> {
             clock,
             commands,
             control,
-            event_capacity: self.queue_capacity,
+            read_budget: self.read_budget,
             identify: self.identify,
             judge: self.judge,
         });
@@ -297,6 +334,7 @@ impl<R: Runtime> Builder<R> {
                 control: control_tx,
                 next_ticket: AtomicU64::new(1),
                 push_capacity: self.push_capacity,
+                push_bytes: self.push_bytes,
             }),
             _runtime: PhantomData,
         })
@@ -308,6 +346,7 @@ struct Shared {
     control: Sender<Control>,
     next_ticket: AtomicU64,
     push_capacity: usize,
+    push_bytes: usize,
 }
 
 /// An stn client: sends tasks through the engine, over the runtime `R`.
@@ -403,7 +442,7 @@ impl<R> Client<R> {
     pub async fn send_detailed(&self, task: Task) -> Finished {
         let shared = &self.shared;
         let ticket = shared.next_ticket.fetch_add(1, Ordering::Relaxed);
-        let (reply, rx) = async_channel::bounded(1);
+        let (reply, rx) = oneshot::channel();
         let shutdown = Finished {
             id: None,
             outcome: Err(Error::Shutdown),
@@ -426,7 +465,8 @@ impl<R> Client<R> {
             ticket,
             armed: true,
         };
-        let finished = rx.recv().await.unwrap_or(shutdown);
+        // Canceled: the driver dropped the reply without sending (it is gone).
+        let finished = rx.await.unwrap_or(shutdown);
         guard.armed = false;
         finished
     }
@@ -434,11 +474,12 @@ impl<R> Client<R> {
     /// A stream of the server's pushes on the long link, from now on. Each
     /// stream gets every push; one that is not read keeps at most the
     /// builder's [`push_capacity`](Builder::push_capacity) (later ones are
-    /// dropped with a warning).
+    /// dropped with a warning) and at most
+    /// [`push_buffer_bytes`](Builder::push_buffer_bytes) of push bodies.
     pub fn pushes(&self) -> Pushes {
-        let (tx, rx) = async_channel::bounded(self.shared.push_capacity);
-        let _ = self.shared.control.try_send(Control::Subscribe(tx));
-        Pushes { rx: Box::pin(rx) }
+        let (sub, rx) = pushes::channel(self.shared.push_capacity, self.shared.push_bytes);
+        let _ = self.shared.control.try_send(Control::Subscribe(sub));
+        rx
     }
 
     /// The app's network changed (Mars `OnNetworkChange`): bans reset, the
@@ -478,53 +519,25 @@ impl<R> Client<R> {
 
     /// A debug snapshot of the driver and engine (`None` once shut down).
     pub async fn snapshot(&self) -> Option<Snapshot> {
-        let (tx, rx) = async_channel::bounded(1);
+        let (tx, rx) = oneshot::channel();
         self.shared.control.try_send(Control::Snapshot(tx)).ok()?;
-        rx.recv().await.ok()
+        rx.await.ok()
     }
 
     /// Ends every pending task with [`Error::Shutdown`], closes every
     /// connection and stops the driver; later sends fail with
     /// [`Error::Shutdown`]. Returns once the driver has stopped.
     pub async fn shutdown(&self) {
-        let (tx, rx) = async_channel::bounded(1);
+        let (tx, rx) = oneshot::channel();
         if self.shared.control.try_send(Control::Shutdown(tx)).is_ok() {
-            // Err: the driver is already gone, which is just as final.
-            let _ = rx.recv().await;
+            // Canceled: the driver is already gone, which is just as final.
+            let _ = rx.await;
         }
     }
 
     /// Whether the client is shut down (or its driver is gone).
     pub fn is_shut_down(&self) -> bool {
         self.shared.commands.is_closed()
-    }
-}
-
-/// Server pushes (see [`Client::pushes`]): a [`Stream`], or call [`next`](Self::next).
-pub struct Pushes {
-    rx: Pin<Box<Receiver<Push>>>,
-}
-
-impl fmt::Debug for Pushes {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Pushes")
-            .field("buffered", &self.rx.len())
-            .finish()
-    }
-}
-
-impl Pushes {
-    /// The next push; `None` once the client is shut down.
-    pub async fn next(&mut self) -> Option<Push> {
-        self.rx.recv().await.ok()
-    }
-}
-
-impl Stream for Pushes {
-    type Item = Push;
-
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Push>> {
-        self.rx.as_mut().poll_next(cx)
     }
 }
 
@@ -539,7 +552,7 @@ mod tests {
 
     impl Runtime for NoRuntime {
         fn spawn(&self, _: crate::BoxFuture<()>) {}
-        fn new_timer(&self, _: std::time::Instant) -> Pin<Box<dyn crate::AsyncTimer>> {
+        fn new_timer(&self, _: std::time::Instant) -> std::pin::Pin<Box<dyn crate::AsyncTimer>> {
             unreachable!("not started in these tests")
         }
         fn connect(

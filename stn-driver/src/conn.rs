@@ -1,33 +1,33 @@
-//! One TCP connection: connect, then read and write until closed.
+//! One TCP connection, polled by the driver itself.
 //!
-//! Each connection is one spawned task that owns its socket. Reads go to the
-//! driver as [`Input::Conn`] events through the bounded event queue (a slow
-//! driver makes readers wait: memory stays bounded); writes come from the
-//! driver in order through the connection's own queue. When the driver drops
-//! that queue's sender ([`Action::Close`](stn_proto::engine::Action::Close)),
-//! the task ends at once and the socket is closed, even mid-connect.
+//! A [`Conn`] is a socket (or its connect) and its queue of unsent writes.
+//! The driver polls it when its [waker](crate::ready) fires: the connect
+//! completes, queued writes go out in order (small ones coalesced into one
+//! write), and one read goes into the driver's shared read buffer, which the
+//! caller hands to the engine at once. No task per connection, no channel
+//! between the engine and its sockets, and no buffer per connection: an idle
+//! or connecting socket holds no read buffer at all. Dropping a `Conn`
+//! ([`Action::Close`](stn_proto::engine::Action::Close)) closes the socket at
+//! once, even mid-connect.
 
 use std::collections::VecDeque;
-use std::future::poll_fn;
 use std::io;
-use std::net::SocketAddr;
-use std::pin::pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::Poll;
+use std::task::{Context, Poll, Waker};
 
-use async_channel::{Receiver, Sender};
-use bytes::Bytes;
-use futures_core::Stream;
-use stn_proto::engine::Input;
-use stn_proto::io::{CloseReason, ConnEvent, ConnId};
+use bytes::{Bytes, BytesMut};
+use stn_proto::io::CloseReason;
 use stn_proto::net::ConnectError;
 
+use crate::ready::TokenWaker;
 use crate::runtime::{AsyncStream, BoxFuture};
 
-/// Size of each read: a received chunk is at most this many bytes.
+/// Size of the driver's read buffer: a received chunk is at most this many bytes.
 pub const READ_CHUNK: usize = 64 * 1024;
 
+/// Writes queued behind the first are copied into one write up to this size
+/// (one syscall for the frames of a burst, as a buffered writer would).
+const COALESCE: usize = 16 * 1024;
 /// Maps a failed connect to the engine's vocabulary.
 pub fn connect_error(e: &io::Error) -> ConnectError {
     match e.kind() {
@@ -52,136 +52,180 @@ pub fn close_reason(e: &io::Error) -> CloseReason {
     }
 }
 
-/// Counts live connection tasks (a leak check for tests and snapshots).
+/// What polling a connection produced.
 #[derive(Debug)]
-pub(crate) struct LiveGuard(Arc<AtomicUsize>);
-
-impl LiveGuard {
-    pub(crate) fn new(counter: &Arc<AtomicUsize>) -> Self {
-        counter.fetch_add(1, Ordering::Relaxed);
-        LiveGuard(counter.clone())
-    }
-}
-
-impl Drop for LiveGuard {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-enum Step {
-    Data(Bytes),
+pub(crate) enum Step {
+    /// Nothing more until its waker fires.
+    Idle,
+    /// Readable, but the read budget is used up: poll again once it frees.
+    Starved,
+    /// The connect completed.
+    Connected,
+    /// `n` bytes arrived; they are in the read buffer's first `n` bytes.
+    Data(usize),
+    /// The connect failed.
+    ConnectFailed(ConnectError),
+    /// The connection ended (EOF, reset or an I/O error).
     Closed(CloseReason),
-    /// The driver dropped the write queue: stop now.
-    Abort,
 }
 
-/// The connection task.
-pub(crate) async fn run(
-    conn: ConnId,
-    addr: SocketAddr,
-    connect: BoxFuture<io::Result<Box<dyn AsyncStream>>>,
-    events: Sender<Input>,
-    writes: Receiver<Bytes>,
-    live: LiveGuard,
-) {
-    let _live = live;
-    let mut writes = pin!(writes);
-    let mut out: VecDeque<Bytes> = VecDeque::new();
-    let mut connect = connect;
+enum State {
+    Connecting(BoxFuture<io::Result<Box<dyn AsyncStream>>>),
+    Open(Box<dyn AsyncStream>),
+}
 
-    // Connect, unless the driver closes first (that drops the connect).
-    let connected = poll_fn(|cx| {
-        loop {
-            match writes.as_mut().poll_next(cx) {
-                Poll::Ready(Some(data)) => out.push_back(data),
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => break,
-            }
+/// One connection: its socket, its unsent writes and its waker.
+pub(crate) struct Conn {
+    state: State,
+    out: VecDeque<Bytes>,
+    /// How much of `out`'s front is already written.
+    written: usize,
+    /// Bytes in `out` not yet written.
+    unsent: usize,
+    /// Received bytes the engine may still hold (see `Driver::held`).
+    pub(crate) held: usize,
+    handle: Arc<TokenWaker>,
+    waker: Waker,
+}
+
+impl Conn {
+    /// A connection whose connect is `connect`.
+    pub(crate) fn new(
+        connect: BoxFuture<io::Result<Box<dyn AsyncStream>>>,
+        (handle, waker): (Arc<TokenWaker>, Waker),
+    ) -> Self {
+        Conn {
+            state: State::Connecting(connect),
+            out: VecDeque::new(),
+            written: 0,
+            unsent: 0,
+            held: 0,
+            handle,
+            waker,
         }
-        connect.as_mut().poll(cx).map(Some)
-    })
-    .await;
-    let mut stream = match connected {
-        None => return,
-        Some(Err(e)) => {
-            tracing::debug!(%conn, %addr, error = %e, "connect failed");
-            let event = ConnEvent::ConnectFailed(connect_error(&e));
-            let _ = events.send(Input::Conn { conn, event }).await;
-            return;
-        }
-        Some(Ok(stream)) => stream,
-    };
-    drop(connect);
-    if events
-        .send(Input::Conn {
-            conn,
-            event: ConnEvent::Connected,
-        })
-        .await
-        .is_err()
-    {
-        return;
     }
 
-    let mut buf = vec![0u8; READ_CHUNK];
-    let mut offset = 0usize;
-    loop {
-        let step = poll_fn(|cx| {
-            loop {
-                match writes.as_mut().poll_next(cx) {
-                    Poll::Ready(Some(data)) => out.push_back(data),
-                    Poll::Ready(None) => return Poll::Ready(Step::Abort),
-                    Poll::Pending => break,
-                }
-            }
-            let mut wrote = false;
-            while let Some(front) = out.front() {
-                if offset >= front.len() {
-                    out.pop_front();
-                    offset = 0;
-                    continue;
-                }
-                match stream.poll_write(cx, &front[offset..]) {
-                    Poll::Ready(Ok(0)) => return Poll::Ready(Step::Closed(CloseReason::Reset)),
-                    Poll::Ready(Ok(n)) => {
-                        offset += n;
-                        wrote = true;
+    /// Its waker's handle (to unqueue before a poll, or schedule a poll).
+    pub(crate) fn handle(&self) -> &TokenWaker {
+        &self.handle
+    }
+
+    /// Bytes queued and not yet written.
+    pub(crate) fn unsent(&self) -> usize {
+        self.unsent
+    }
+
+    /// Queues `data` to be written after what is queued already.
+    pub(crate) fn queue_write(&mut self, data: Bytes) {
+        if data.is_empty() {
+            return;
+        }
+        self.unsent += data.len();
+        self.out.push_back(data);
+    }
+
+    /// Advances the connection: the connect, then queued writes, then one
+    /// read of at most `room` bytes into `buf` (none if `room` is 0).
+    pub(crate) fn poll(&mut self, buf: &mut [u8], room: usize) -> Step {
+        let waker = self.waker.clone();
+        let mut cx = Context::from_waker(&waker);
+        let stream = match &mut self.state {
+            State::Connecting(connect) => {
+                return match connect.as_mut().poll(&mut cx) {
+                    Poll::Pending => Step::Idle,
+                    Poll::Ready(Err(e)) => Step::ConnectFailed(connect_error(&e)),
+                    Poll::Ready(Ok(stream)) => {
+                        self.state = State::Open(stream);
+                        Step::Connected
                     }
-                    Poll::Ready(Err(e)) => return Poll::Ready(Step::Closed(close_reason(&e))),
-                    Poll::Pending => break,
-                }
+                };
             }
-            if wrote {
-                if let Poll::Ready(Err(e)) = stream.poll_flush(cx) {
-                    return Poll::Ready(Step::Closed(close_reason(&e)));
-                }
-            }
-            match stream.poll_read(cx, &mut buf) {
-                Poll::Ready(Ok(0)) => Poll::Ready(Step::Closed(CloseReason::Eof)),
-                Poll::Ready(Ok(n)) => Poll::Ready(Step::Data(Bytes::copy_from_slice(&buf[..n]))),
-                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {
-                    cx.waker().wake_by_ref();
-                    Poll::Pending
-                }
-                Poll::Ready(Err(e)) => Poll::Ready(Step::Closed(close_reason(&e))),
-                Poll::Pending => Poll::Pending,
-            }
-        })
-        .await;
-        let event = match step {
-            Step::Abort => return,
-            Step::Data(data) => ConnEvent::Received(data),
-            Step::Closed(reason) => ConnEvent::Closed(reason),
+            State::Open(stream) => stream,
         };
-        let terminal = matches!(event, ConnEvent::Closed(_));
-        if terminal {
-            tracing::debug!(%conn, %addr, ?event, "connection closed");
+        if let Err(reason) = write_queued(
+            stream,
+            &mut cx,
+            &mut self.out,
+            &mut self.written,
+            &mut self.unsent,
+        ) {
+            return Step::Closed(reason);
         }
-        if events.send(Input::Conn { conn, event }).await.is_err() || terminal {
-            return;
+        let len = room.min(buf.len());
+        if len == 0 {
+            return Step::Starved;
+        }
+        loop {
+            return match stream.poll_read(&mut cx, &mut buf[..len]) {
+                Poll::Ready(Ok(0)) => Step::Closed(CloseReason::Eof),
+                Poll::Ready(Ok(n)) => Step::Data(n.min(len)),
+                Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Poll::Ready(Err(e)) => Step::Closed(close_reason(&e)),
+                Poll::Pending => Step::Idle,
+            };
         }
     }
+}
+
+/// Writes from the front of `out` until the socket would block or `out` is
+/// empty, then flushes.
+fn write_queued(
+    stream: &mut Box<dyn AsyncStream>,
+    cx: &mut Context<'_>,
+    out: &mut VecDeque<Bytes>,
+    written: &mut usize,
+    unsent: &mut usize,
+) -> Result<(), CloseReason> {
+    let mut wrote = false;
+    while !out.is_empty() {
+        if coalesce(out, *written) {
+            *written = 0;
+        }
+        let front = out[0].get(*written..).unwrap_or_default();
+        match stream.poll_write(cx, front) {
+            Poll::Ready(Ok(0)) => return Err(CloseReason::Reset),
+            Poll::Ready(Ok(n)) => {
+                let n = n.min(front.len());
+                wrote = true;
+                *written += n;
+                *unsent = unsent.saturating_sub(n);
+                if *written >= out[0].len() {
+                    out.pop_front();
+                    *written = 0;
+                }
+            }
+            Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
+            Poll::Ready(Err(e)) => return Err(close_reason(&e)),
+            Poll::Pending => break,
+        }
+    }
+    if wrote {
+        if let Poll::Ready(Err(e)) = stream.poll_flush(cx) {
+            return Err(close_reason(&e));
+        }
+    }
+    Ok(())
+}
+
+/// Joins the unwritten rest of `out`'s front with the writes behind it into
+/// one buffer of at most [`COALESCE`] bytes, when there is more than one;
+/// true if it did (the new front starts unwritten).
+fn coalesce(out: &mut VecDeque<Bytes>, written: usize) -> bool {
+    if out.len() < 2 || out[0].len().saturating_sub(written) + out[1].len() > COALESCE {
+        return false;
+    }
+    let mut joined = BytesMut::with_capacity(COALESCE);
+    joined.extend_from_slice(&out[0][written..]);
+    out.pop_front();
+    while let Some(next) = out.front() {
+        if joined.len() + next.len() > COALESCE {
+            break;
+        }
+        joined.extend_from_slice(next);
+        out.pop_front();
+    }
+    out.push_front(joined.freeze());
+    true
 }
 
 #[cfg(test)]

@@ -1,89 +1,54 @@
-//! The driver loop: one task owns the [`Engine`] and applies the drain rule.
+//! The driver loop: one task owns the [`Engine`], applies the drain rule and
+//! polls every socket and lookup the engine asked for.
+//!
+//! A request costs one hop in (the submission queue) and one out (its
+//! oneshot reply): the engine's writes go straight into the connection's
+//! queue and out on the socket in the same poll, and a read is handed to the
+//! engine the moment it completes. Only connections whose wakers fired are
+//! polled ([`ReadySet`]).
+//!
+//! The read budget: every byte read is counted as held by the engine until
+//! the engine acts on that connection's input (emits any action while
+//! draining after it: a finished task, a push, a write, a close …) or the
+//! connection ends. The engine holds at most a partial response or frame per
+//! connection, so this over-counts rather than under-counts, except for the
+//! tail of one read that starts the next response. When the count reaches
+//! the budget, readable connections wait (their tasks' timeouts still run)
+//! until it frees: the client does not grow.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::pin::Pin;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 use std::time::Instant as StdInstant;
 
-use async_channel::{Receiver, Sender, TrySendError};
+use async_channel::Receiver;
 use bytes::Bytes;
+use futures_channel::oneshot;
 use futures_core::Stream;
 use stn_proto::engine::{Action, Engine, Input, JudgeRequest, LinkStatus, Report, Verdict};
-use stn_proto::error::Response;
 use stn_proto::io::{ConnEvent, ConnId};
 use stn_proto::long_link::IdentifyDecision;
 use stn_proto::net::NetworkKind;
 use stn_proto::task::{Task, TaskId};
 
 use crate::clock::Clock;
-use crate::conn::{self, LiveGuard};
+use crate::conn::{Conn, Step, READ_CHUNK};
 use crate::error::Error;
-use crate::runtime::{AsyncTimer, Runtime};
-
-/// How a task ended, with what it cost.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Finished {
-    /// The engine's id for the task (`None` if it was refused before getting one).
-    pub id: Option<TaskId>,
-    /// The response, or why there is none.
-    pub outcome: Result<Response, Error>,
-    /// Attempts the task made (0 if it never started one).
-    pub attempts: u32,
-}
-
-/// A server push received on the long link.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Push {
-    /// Its command id.
-    pub cmd_id: u32,
-    /// Its body.
-    pub body: Bytes,
-}
-
-/// What one endpoint looks like to the engine's history.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EndpointState {
-    /// The endpoint.
-    pub addr: SocketAddr,
-    /// Whether it is banned now.
-    pub banned: bool,
-}
-
-/// A debug snapshot of the driver and its engine.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Snapshot {
-    /// Tasks the engine holds (queued, running or parked).
-    pub engine_tasks: usize,
-    /// `send` calls waiting for their task to end.
-    pub waiting: usize,
-    /// Connections the engine considers open.
-    pub engine_connections: usize,
-    /// Connections the driver has a handle for.
-    pub driver_connections: usize,
-    /// Connection tasks still running (they end shortly after a close).
-    pub live_connection_tasks: usize,
-    /// Short-link attempts running.
-    pub short_in_flight: usize,
-    /// Tasks awaiting a response on the long link.
-    pub long_in_flight: usize,
-    /// The long link's last reported status.
-    pub long_link: Option<LinkStatus>,
-    /// Every endpoint the driver has connected to, with its ban state.
-    pub endpoints: Vec<EndpointState>,
-    /// Pushes dropped because a subscriber did not keep up.
-    pub pushes_dropped: u64,
-}
+use crate::outcome::{EndpointState, Finished, Push, Snapshot};
+use crate::pushes::{Offer, Subscriber};
+use crate::ready::{ReadySet, Token, TokenWaker};
+use crate::runtime::{AsyncTimer, BoxFuture, Runtime};
 
 /// Requests from the client handles to the driver.
 pub(crate) enum Command {
     Submit {
         ticket: u64,
         task: Task,
-        reply: Sender<Finished>,
+        reply: oneshot::Sender<Finished>,
     },
 }
 
@@ -95,9 +60,9 @@ pub(crate) enum Control {
     NetworkAvailable(NetworkKind),
     Foreground(bool),
     Authed(bool),
-    Subscribe(Sender<Push>),
-    Snapshot(Sender<Snapshot>),
-    Shutdown(Sender<()>),
+    Subscribe(Subscriber),
+    Snapshot(oneshot::Sender<Snapshot>),
+    Shutdown(oneshot::Sender<()>),
 }
 
 /// The app's response judge (Mars `Buf2Resp`), see `Builder::judge`.
@@ -105,14 +70,24 @@ pub(crate) type Judge = Arc<dyn Fn(&JudgeRequest) -> Verdict + Send + Sync>;
 
 struct Pending {
     ticket: u64,
-    reply: Sender<Finished>,
+    reply: oneshot::Sender<Finished>,
     span: tracing::Span,
+}
+
+/// A DNS lookup the driver polls.
+struct Lookup {
+    host: String,
+    future: BoxFuture<io::Result<Vec<IpAddr>>>,
+    handle: Arc<TokenWaker>,
+    waker: Waker,
 }
 
 /// Most messages handled from one queue before the others get a turn.
 const BATCH: usize = 64;
 /// Rounds of work in one poll before yielding to the executor.
 const ROUNDS: usize = 16;
+/// Reads from one connection before the others get a turn.
+const READS_PER_TURN: usize = 4;
 
 /// The driver loop (a future spawned on the runtime).
 pub(crate) struct Driver {
@@ -123,19 +98,31 @@ pub(crate) struct Driver {
     timer_at: Option<StdInstant>,
     commands: Pin<Box<Receiver<Command>>>,
     control: Pin<Box<Receiver<Control>>>,
-    events: Pin<Box<Receiver<Input>>>,
-    events_tx: Sender<Input>,
-    conns: BTreeMap<ConnId, Sender<Bytes>>,
-    live: Arc<AtomicUsize>,
+    ready: ReadySet,
+    /// The tokens being polled this round (kept to reuse its allocation).
+    polling: Vec<Token>,
+    conns: BTreeMap<ConnId, Conn>,
+    lookups: BTreeMap<u64, Lookup>,
+    next_lookup: u64,
+    /// The one read buffer, allocated at the first read.
+    read_buf: Vec<u8>,
+    /// Received bytes the engine may still hold, over every connection.
+    held: usize,
+    peak_held: usize,
+    read_budget: usize,
+    /// Connections that had data to read while the budget was used up.
+    starved: Vec<ConnId>,
     pending: BTreeMap<TaskId, Pending>,
     tickets: BTreeMap<u64, TaskId>,
-    subscribers: Vec<Sender<Push>>,
+    subscribers: Vec<Subscriber>,
     pushes_dropped: u64,
     identify: IdentifyDecision,
     judge: Option<Judge>,
     endpoints: BTreeSet<SocketAddr>,
     long_link: Option<LinkStatus>,
-    shutdown_waiters: Vec<Sender<()>>,
+    shutdown_waiters: Vec<oneshot::Sender<()>>,
+    /// Replies were sent since the loop last yielded with nothing to do.
+    replied: bool,
     done: bool,
 }
 
@@ -145,14 +132,13 @@ pub(crate) struct DriverParts {
     pub(crate) clock: Clock,
     pub(crate) commands: Receiver<Command>,
     pub(crate) control: Receiver<Control>,
-    pub(crate) event_capacity: usize,
+    pub(crate) read_budget: usize,
     pub(crate) identify: IdentifyDecision,
     pub(crate) judge: Option<Judge>,
 }
 
 impl Driver {
     pub(crate) fn new(parts: DriverParts) -> Self {
-        let (events_tx, events) = async_channel::bounded(parts.event_capacity.max(1));
         let timer = parts.rt.new_timer(parts.rt.now());
         Driver {
             timer,
@@ -161,10 +147,16 @@ impl Driver {
             clock: parts.clock,
             commands: Box::pin(parts.commands),
             control: Box::pin(parts.control),
-            events: Box::pin(events),
-            events_tx,
+            ready: ReadySet::default(),
+            polling: Vec::new(),
             conns: BTreeMap::new(),
-            live: Arc::new(AtomicUsize::new(0)),
+            lookups: BTreeMap::new(),
+            next_lookup: 0,
+            read_buf: Vec::new(),
+            held: 0,
+            peak_held: 0,
+            read_budget: parts.read_budget.max(1),
+            starved: Vec::new(),
             pending: BTreeMap::new(),
             tickets: BTreeMap::new(),
             subscribers: Vec::new(),
@@ -174,6 +166,7 @@ impl Driver {
             endpoints: BTreeSet::new(),
             long_link: None,
             shutdown_waiters: Vec::new(),
+            replied: false,
             done: false,
             rt: parts.rt,
         }
@@ -183,11 +176,15 @@ impl Driver {
         self.clock.to_proto(self.rt.now())
     }
 
-    /// The drain rule: run every action the engine has queued.
-    fn drain(&mut self) {
+    /// The drain rule: run every action the engine has queued. Returns how
+    /// many there were.
+    fn drain(&mut self) -> usize {
+        let mut n = 0;
         while let Some(action) = self.engine.poll_action() {
+            n += 1;
             self.execute(action);
         }
+        n
     }
 
     fn execute(&mut self, action: Action) {
@@ -195,40 +192,42 @@ impl Driver {
             Action::Connect { conn, addr } => {
                 tracing::debug!(%conn, %addr, "connect");
                 self.endpoints.insert(addr);
-                let (tx, rx) = async_channel::unbounded();
-                self.conns.insert(conn, tx);
                 let connect = self.rt.connect(addr);
-                let live = LiveGuard::new(&self.live);
-                let events = self.events_tx.clone();
-                self.rt
-                    .spawn(Box::pin(conn::run(conn, addr, connect, events, rx, live)));
+                // The new token is queued: the next round polls the connect.
+                let waker = self.ready.waker(Token::Conn(conn));
+                if let Some(old) = self.conns.insert(conn, Conn::new(connect, waker)) {
+                    // Connection ids are never reused; if one were, the old
+                    // socket closes here.
+                    self.release(old.held);
+                }
             }
             Action::Send { conn, data } => {
                 // Unbounded per connection: the engine's own caps (queued
                 // tasks, in-flight limits, body sizes) bound what it writes.
-                if let Some(tx) = self.conns.get(&conn) {
-                    let _ = tx.try_send(data);
+                if let Some(c) = self.conns.get_mut(&conn) {
+                    c.queue_write(data);
+                    c.handle().schedule();
                 }
             }
             Action::Close { conn } => {
                 tracing::trace!(%conn, "close");
-                self.conns.remove(&conn);
+                self.forget(conn);
             }
             Action::Resolve { host } => {
                 tracing::debug!(%host, "resolve");
-                let lookup = self.rt.resolve(host.clone());
-                let events = self.events_tx.clone();
-                self.rt.spawn(Box::pin(async move {
-                    let input = match lookup.await.map(distinct_ips) {
-                        Ok(addrs) if !addrs.is_empty() => Input::Resolved { host, addrs },
-                        Ok(_) => Input::ResolveFailed { host },
-                        Err(error) => {
-                            tracing::debug!(%host, %error, "resolve failed");
-                            Input::ResolveFailed { host }
-                        }
-                    };
-                    let _ = events.send(input).await;
-                }));
+                let id = self.next_lookup;
+                self.next_lookup += 1;
+                let future = self.rt.resolve(host.clone());
+                let (handle, waker) = self.ready.waker(Token::Resolve(id));
+                self.lookups.insert(
+                    id,
+                    Lookup {
+                        host,
+                        future,
+                        handle,
+                        waker,
+                    },
+                );
             }
             Action::TaskFinished {
                 id,
@@ -246,7 +245,8 @@ impl Driver {
                     }
                     Err(error) => tracing::debug!(parent: &p.span, attempts, %error, "task failed"),
                 }
-                let _ = p.reply.try_send(Finished {
+                self.replied = true;
+                let _ = p.reply.send(Finished {
                     id: Some(id),
                     outcome: outcome.map_err(Error::from),
                     attempts,
@@ -256,13 +256,13 @@ impl Driver {
                 tracing::debug!(cmd_id, len = body.len(), "push");
                 let push = Push { cmd_id, body };
                 let mut dropped = 0;
-                self.subscribers.retain(|s| match s.try_send(push.clone()) {
-                    Ok(()) => true,
-                    Err(TrySendError::Full(_)) => {
+                self.subscribers.retain(|s| match s.offer(&push) {
+                    Offer::Queued => true,
+                    Offer::Dropped => {
                         dropped += 1;
                         true
                     }
-                    Err(TrySendError::Closed(_)) => false,
+                    Offer::Gone => false,
                 });
                 if dropped > 0 {
                     tracing::warn!(
@@ -292,7 +292,6 @@ impl Driver {
             }
         }
     }
-
     /// Runs the app's judge on a response. A judge that panics has not
     /// understood the response: the task ends with a decode error instead of
     /// taking the driver (and every other task) down with it.
@@ -343,7 +342,7 @@ impl Driver {
                 task,
                 reply,
             } => {
-                if reply.is_closed() {
+                if reply.is_canceled() {
                     // The send future was dropped before its task got here.
                     return;
                 }
@@ -351,11 +350,16 @@ impl Driver {
                 if self.judge.is_some() {
                     task.judge = true;
                 }
-                let (cmd_id, cgi, channel) = (task.cmd_id, task.cgi.clone(), task.channel);
+                let (cmd_id, channel) = (task.cmd_id, task.channel);
+                let cgi_span = tracing::enabled!(tracing::Level::DEBUG).then(|| task.cgi.clone());
                 match self.engine.submit(now, task) {
                     Ok(id) => {
-                        let span =
-                            tracing::debug_span!("stn_task", id = id.get(), cmd_id, %cgi, ?channel);
+                        let span = match cgi_span {
+                            Some(cgi) => {
+                                tracing::debug_span!("stn_task", id = id.get(), cmd_id, %cgi, ?channel)
+                            }
+                            None => tracing::Span::none(),
+                        };
                         tracing::debug!(parent: &span, "task submitted");
                         self.pending.insert(
                             id,
@@ -369,7 +373,7 @@ impl Driver {
                     }
                     Err(e) => {
                         tracing::debug!(error = %e, "task refused");
-                        let _ = reply.try_send(Finished {
+                        let _ = reply.send(Finished {
                             id: None,
                             outcome: Err(e.into()),
                             attempts: 0,
@@ -395,9 +399,9 @@ impl Driver {
             Control::NetworkAvailable(kind) => self.engine.network_available(now, kind),
             Control::Foreground(fg) => self.engine.set_foreground(now, fg),
             Control::Authed(authed) => self.engine.set_authed(now, authed),
-            Control::Subscribe(tx) => self.subscribers.push(tx),
+            Control::Subscribe(sub) => self.subscribers.push(sub),
             Control::Snapshot(tx) => {
-                let _ = tx.try_send(self.snapshot(now));
+                let _ = tx.send(self.snapshot(now));
             }
             Control::Shutdown(tx) => {
                 self.shutdown_waiters.push(tx);
@@ -414,7 +418,6 @@ impl Driver {
             waiting: self.pending.len(),
             engine_connections: self.engine.open_connections(),
             driver_connections: self.conns.len(),
-            live_connection_tasks: self.live.load(Ordering::Relaxed),
             short_in_flight: self.engine.short_in_flight(),
             long_in_flight: self.engine.long_in_flight(),
             long_link: self.long_link,
@@ -427,18 +430,133 @@ impl Driver {
                 })
                 .collect(),
             pushes_dropped: self.pushes_dropped,
+            held_bytes: self.held,
+            peak_held_bytes: self.peak_held,
+            read_budget: self.read_budget,
+            unsent_bytes: self.conns.values().map(Conn::unsent).sum(),
+            push_bytes: self.subscribers.iter().map(Subscriber::queued_bytes).sum(),
         }
     }
 
-    fn on_input(&mut self, input: Input) {
-        if let Input::Conn {
-            conn,
-            event: ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_),
-        } = &input
-        {
-            // The connection task has ended: forget its write queue.
-            self.conns.remove(conn);
+    /// Feeds an event of connection `conn` to the engine and drains.
+    fn feed(&mut self, conn: ConnId, event: ConnEvent) -> usize {
+        let now = self.now();
+        self.engine.handle_input(now, Input::Conn { conn, event });
+        self.drain()
+    }
+
+    /// Drops a connection (closing its socket) and what it held of the budget.
+    fn forget(&mut self, conn: ConnId) {
+        if let Some(c) = self.conns.remove(&conn) {
+            self.release(c.held);
         }
+    }
+
+    /// `n` held bytes are no longer held; starved readers get another turn.
+    fn release(&mut self, n: usize) {
+        if n == 0 {
+            return;
+        }
+        self.held = self.held.saturating_sub(n);
+        for id in self.starved.drain(..) {
+            if let Some(c) = self.conns.get(&id) {
+                c.handle().schedule();
+            }
+        }
+    }
+
+    /// Polls every token whose waker fired; true if there were any.
+    fn poll_ready(&mut self) -> bool {
+        let mut polling = std::mem::take(&mut self.polling);
+        self.ready.take(&mut polling);
+        let any = !polling.is_empty();
+        for &token in &polling {
+            match token {
+                Token::Conn(id) => self.poll_conn(id),
+                Token::Resolve(id) => self.poll_lookup(id),
+            }
+        }
+        self.polling = polling;
+        any
+    }
+
+    fn poll_conn(&mut self, id: ConnId) {
+        for _ in 0..READS_PER_TURN {
+            let room = self.read_budget.saturating_sub(self.held);
+            if room > 0 && self.read_buf.is_empty() {
+                // Allocated on demand: a client that never reads holds none.
+                self.read_buf = vec![0; READ_CHUNK];
+            }
+            let Some(conn) = self.conns.get_mut(&id) else {
+                return;
+            };
+            conn.handle().unqueue();
+            match conn.poll(&mut self.read_buf, room) {
+                Step::Idle => return,
+                Step::Starved => {
+                    if !self.starved.contains(&id) {
+                        self.starved.push(id);
+                    }
+                    return;
+                }
+                Step::Connected => {
+                    self.feed(id, ConnEvent::Connected);
+                }
+                Step::Data(n) => {
+                    conn.held += n;
+                    self.held += n;
+                    self.peak_held = self.peak_held.max(self.held);
+                    let data = Bytes::copy_from_slice(&self.read_buf[..n]);
+                    if self.feed(id, ConnEvent::Received(data)) > 0 {
+                        // The engine acted on this connection's input: what
+                        // it buffered is consumed.
+                        let held = self
+                            .conns
+                            .get_mut(&id)
+                            .map_or(0, |c| std::mem::take(&mut c.held));
+                        self.release(held);
+                    }
+                }
+                Step::ConnectFailed(error) => {
+                    tracing::debug!(%id, ?error, "connect failed");
+                    self.forget(id);
+                    self.feed(id, ConnEvent::ConnectFailed(error));
+                    return;
+                }
+                Step::Closed(reason) => {
+                    tracing::debug!(%id, %reason, "connection closed");
+                    self.forget(id);
+                    self.feed(id, ConnEvent::Closed(reason));
+                    return;
+                }
+            }
+        }
+        // More may be readable: another turn after the others.
+        if let Some(conn) = self.conns.get(&id) {
+            conn.handle().schedule();
+        }
+    }
+
+    fn poll_lookup(&mut self, id: u64) {
+        let Some(lookup) = self.lookups.get_mut(&id) else {
+            return;
+        };
+        lookup.handle.unqueue();
+        let mut cx = Context::from_waker(&lookup.waker);
+        let Poll::Ready(result) = lookup.future.as_mut().poll(&mut cx) else {
+            return;
+        };
+        let Some(Lookup { host, .. }) = self.lookups.remove(&id) else {
+            return;
+        };
+        let input = match result.map(distinct_ips) {
+            Ok(addrs) if !addrs.is_empty() => Input::Resolved { host, addrs },
+            Ok(_) => Input::ResolveFailed { host },
+            Err(error) => {
+                tracing::debug!(%host, %error, "resolve failed");
+                Input::ResolveFailed { host }
+            }
+        };
         let now = self.now();
         self.engine.handle_input(now, input);
         self.drain();
@@ -454,7 +572,7 @@ impl Driver {
         self.drain();
         // The engine ended each of its tasks; anything left is a driver-side straggler.
         for (_, p) in std::mem::take(&mut self.pending) {
-            let _ = p.reply.try_send(Finished {
+            let _ = p.reply.send(Finished {
                 id: None,
                 outcome: Err(Error::Shutdown),
                 attempts: 0,
@@ -462,10 +580,12 @@ impl Driver {
         }
         self.tickets.clear();
         self.conns.clear();
+        self.lookups.clear();
+        self.held = 0;
         self.subscribers.clear();
         self.commands.close();
         while let Ok(Command::Submit { reply, .. }) = self.commands.try_recv() {
-            let _ = reply.try_send(Finished {
+            let _ = reply.send(Finished {
                 id: None,
                 outcome: Err(Error::Shutdown),
                 attempts: 0,
@@ -476,13 +596,13 @@ impl Driver {
             match ctl {
                 Control::Shutdown(tx) => self.shutdown_waiters.push(tx),
                 Control::Snapshot(tx) => {
-                    let _ = tx.try_send(self.snapshot(now));
+                    let _ = tx.send(self.snapshot(now));
                 }
                 _ => {}
             }
         }
         for w in self.shutdown_waiters.drain(..) {
-            let _ = w.try_send(());
+            let _ = w.send(());
         }
         self.done = true;
         tracing::debug!("driver shut down");
@@ -511,7 +631,8 @@ impl Future for Driver {
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<()> {
         let this = &mut *self;
-        for _ in 0..ROUNDS {
+        this.ready.register(cx.waker());
+        for round in 0..ROUNDS {
             if this.done {
                 return Poll::Ready(());
             }
@@ -528,15 +649,7 @@ impl Future for Driver {
                     _ => break,
                 }
             }
-            for _ in 0..BATCH {
-                match this.events.as_mut().poll_next(cx) {
-                    Poll::Ready(Some(input)) => {
-                        progressed = true;
-                        this.on_input(input);
-                    }
-                    _ => break,
-                }
-            }
+            progressed |= this.poll_ready();
             for _ in 0..BATCH {
                 match this.commands.as_mut().poll_next(cx) {
                     Poll::Ready(Some(cmd)) => {
@@ -551,7 +664,10 @@ impl Future for Driver {
                     Poll::Pending => break,
                 }
             }
-            if this.timer_due(cx) {
+            // The engine's deadline is read once the queues are drained or
+            // before yielding (not every round): poll_timeout is the one
+            // engine call that costs more with more tasks.
+            if (!progressed || round + 1 == ROUNDS) && this.timer_due(cx) {
                 progressed = true;
                 let now = this.now();
                 this.engine.handle_timeout(now);
@@ -561,6 +677,13 @@ impl Future for Driver {
                 this.timer_at = None;
             }
             if !progressed {
+                if std::mem::take(&mut this.replied) {
+                    // The callers just answered usually send their next
+                    // task at once: come back after them (they run on this
+                    // thread first) rather than sleep and be woken, which
+                    // costs a cross-thread wake-up per batch.
+                    cx.waker().wake_by_ref();
+                }
                 return Poll::Pending;
             }
         }
@@ -573,7 +696,7 @@ impl Future for Driver {
 impl Drop for Driver {
     fn drop(&mut self) {
         // Dropped without a shutdown (the runtime went away): each waiting
-        // send sees its reply channel close and ends with Error::Shutdown.
+        // send sees its reply's sender dropped and ends with Error::Shutdown.
         if !self.done {
             tracing::debug!(waiting = self.pending.len(), "driver dropped");
         }

@@ -6,9 +6,12 @@
 //! rule after every command, input and timeout: drain
 //! [`poll_action`](stn_proto::engine::Engine::poll_action), execute each
 //! action, then arm a timer at
-//! [`poll_timeout`](stn_proto::engine::Engine::poll_timeout). Connections are
-//! one task each (connect, then read in 64 KiB chunks and write in order);
-//! host names go to the runtime's resolver. Everything a runtime must provide
+//! [`poll_timeout`](stn_proto::engine::Engine::poll_timeout). The driver
+//! polls its sockets and DNS lookups itself (only those whose wakers fired):
+//! a request crosses one queue in (submission) and one oneshot out (its
+//! reply), with no task or channel per connection; reads go through one
+//! shared buffer, allocated at the first read, straight into the engine.
+//! Everything a runtime must provide
 //! is the small [`Runtime`] trait: spawn, a timer, a TCP connect, a DNS lookup.
 //!
 //! The user-facing API is [`Client`]: [`send`](Client::send) a task and await
@@ -19,12 +22,15 @@
 //! the task's outcome, or [`Error::Shutdown`] if the client stops first (even
 //! if the driver task is dropped without a shutdown).
 //!
-//! Queues: submissions go through a bounded queue (a full one makes `send`
-//! wait), socket events through a bounded queue (a full one makes readers
-//! wait), control messages (cancel, hints, shutdown) through an unbounded one
-//! (at most one cancel per `send`). Writes per connection are queued without
-//! a bound of their own: the engine's caps (tasks held, tasks in flight, body
-//! sizes) bound them.
+//! Queues and budgets: submissions go through a bounded queue (a full one
+//! makes `send` wait), control messages (cancel, hints, shutdown) through an
+//! unbounded one (at most one cancel per `send`). Nothing a server sends is
+//! queued in the driver: received bytes go to the engine at once, and the
+//! bytes the engine may still hold across every connection stay within the
+//! [read budget](Builder::read_budget) (readers wait when it is reached).
+//! Pushes wait in each [`Pushes`] stream within a count and a byte budget.
+//! Writes per connection are queued without a bound of their own: the
+//! engine's caps (tasks held, tasks in flight, body sizes) bound them.
 //!
 //! Tracing: a `stn_task` span per task (id, cmd id, CGI, channel) with an
 //! event per attempt (from the engine's [`Report`](stn_proto::engine::Report))
@@ -37,12 +43,16 @@ mod clock;
 mod conn;
 mod driver;
 mod error;
+mod outcome;
+mod pushes;
+mod ready;
 mod runtime;
 
-pub use client::{BuildError, Builder, Client, Pushes};
+pub use client::{BuildError, Builder, Client, DEFAULT_PUSH_BYTES, DEFAULT_READ_BUDGET};
 pub use clock::Clock;
 pub use conn::{close_reason, connect_error, READ_CHUNK};
-pub use driver::{EndpointState, Finished, Push, Snapshot};
 pub use error::Error;
+pub use outcome::{EndpointState, Finished, Push, Snapshot};
+pub use pushes::Pushes;
 pub use runtime::{AsyncStream, AsyncTimer, BoxFuture, Runtime};
 pub use stn_proto as proto;

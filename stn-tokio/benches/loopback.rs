@@ -28,6 +28,11 @@
 //! - `base-short`: N tasks each doing connect → write the same request
 //!   (`stn_proto::codec::http::encode_request`) → read with `ResponseParser`
 //!   → drop the connection.
+//! - `stn-short-ka`: as `stn-short`, with `Connection: Keep-Alive` on every
+//!   task and a socket pool of N idle connections: requests reuse pooled
+//!   connections (Mars's keep-alive short link).
+//! - `reqwest`: one `reqwest::Client` (HTTP/1.1, keep-alive, its default
+//!   pool), N tasks each POSTing the same CGI path and reading the body.
 //!
 //! Columns: requests and req/s in the measured window (with `--rounds N`, the
 //! median round and the slowest–fastest range); p50/p99/p99.9/max latency of
@@ -37,7 +42,9 @@
 //! server peak RSS (the parent: server + this harness, whose high-water mark
 //! is reset before each scenario but which keeps what earlier scenarios
 //! grew); CPU time (user + system) per request of the client (measured
-//! window) and of the server process (whole scenario, warm-up included).
+//! window) and of the server process (whole scenario, warm-up included);
+//! heap allocations (`alloc`, `alloc_zeroed`, `realloc` calls) of the client
+//! per request in the measured window.
 //! Both processes run tokio's multi-thread runtime with one worker per core.
 //!
 //! Run without `--bench` (as `cargo test --benches` does) it is a smoke test:
@@ -55,7 +62,9 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use stn_proto::codec::http::{encode_request, HttpLimits, Progress, RequestHead, ResponseParser};
 use stn_proto::codec::longlink::{self, CodecConfig, Frame, FrameDecoder};
+use stn_proto::engine::PoolConfig;
 use stn_proto::task::{Channel, Task};
+use stn_proto::Profile;
 use stn_tokio::server::{Server, ServerConfig, DEFAULT_CGI_PATH, DEFAULT_HELLO_CMD_ID};
 use stn_tokio::Client;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -74,14 +83,18 @@ enum Scenario {
     BaseLong,
     StnShort,
     BaseShort,
+    StnShortKeepAlive,
+    Reqwest,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 4] = [
+    const ALL: [Scenario; 6] = [
         Scenario::StnLong,
         Scenario::BaseLong,
         Scenario::StnShort,
         Scenario::BaseShort,
+        Scenario::StnShortKeepAlive,
+        Scenario::Reqwest,
     ];
 
     fn name(self) -> &'static str {
@@ -90,6 +103,8 @@ impl Scenario {
             Scenario::BaseLong => "base-long",
             Scenario::StnShort => "stn-short",
             Scenario::BaseShort => "base-short",
+            Scenario::StnShortKeepAlive => "stn-short-ka",
+            Scenario::Reqwest => "reqwest",
         }
     }
 
@@ -99,13 +114,18 @@ impl Scenario {
             Scenario::BaseLong => "baseline long link (tokio, seq mux)",
             Scenario::StnShort => "stn short link (conn per request)",
             Scenario::BaseShort => "baseline short link (tokio, conn per request)",
+            Scenario::StnShortKeepAlive => "stn short link (keep-alive pool)",
+            Scenario::Reqwest => "reqwest (HTTP/1.1 keep-alive)",
         }
     }
 
     fn concurrency(self) -> usize {
         match self {
             Scenario::StnLong | Scenario::BaseLong => LONG_CONCURRENCY,
-            Scenario::StnShort | Scenario::BaseShort => SHORT_CONCURRENCY,
+            Scenario::StnShort
+            | Scenario::BaseShort
+            | Scenario::StnShortKeepAlive
+            | Scenario::Reqwest => SHORT_CONCURRENCY,
         }
     }
 
@@ -194,7 +214,7 @@ fn parse_args() -> Result<Opts, String> {
             "--help" | "-h" => {
                 return Err(
                     "usage: loopback [--quick] [--warmup-secs S] [--measure-secs S] [--rounds N] \
-                     [--only stn-long,base-long,stn-short,base-short] [--in-process]"
+                     [--only stn-long,base-long,stn-short,base-short,stn-short-ka,reqwest] [--in-process]"
                         .to_owned(),
                 )
             }
@@ -213,6 +233,47 @@ fn parse_args() -> Result<Opts, String> {
     }
     Ok(opts)
 }
+
+// ---------------------------------------------------------------------------
+// Allocation count: every heap allocation of this process (one relaxed
+// atomic add each, the same for every scenario), for the client's
+// allocations per request.
+
+static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// The system allocator, counting allocations (`alloc`, `alloc_zeroed` and
+/// `realloc` calls).
+struct CountingAlloc;
+
+// SAFETY: every call forwards to the system allocator unchanged; the
+// counter is only bookkeeping.
+unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: the caller's contract is passed on unchanged.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { std::alloc::System.alloc_zeroed(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: as above.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
+        ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: as above.
+        unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
 
 // ---------------------------------------------------------------------------
 // Latency histogram: log-linear buckets (128 per power of two, < 0.8 %
@@ -304,11 +365,16 @@ enum Target {
     Stn {
         client: Client,
         channel: Channel,
+        keep_alive: bool,
     },
     BaseLong(Arc<Mux>),
     BaseShort {
         addr: SocketAddr,
         limits: HttpLimits,
+    },
+    Reqwest {
+        client: reqwest::Client,
+        url: String,
     },
 }
 
@@ -326,6 +392,7 @@ impl Target {
                     .build()
                     .map_err(|e| e.to_string())?,
                 channel: Channel::Long,
+                keep_alive: false,
             },
             Scenario::StnShort => Target::Stn {
                 client: Client::builder()
@@ -334,6 +401,31 @@ impl Target {
                     .build()
                     .map_err(|e| e.to_string())?,
                 channel: Channel::Short,
+                keep_alive: false,
+            },
+            Scenario::StnShortKeepAlive => Target::Stn {
+                client: Client::builder()
+                    .ip(short.ip())
+                    .short_link_port(short.port())
+                    // One idle connection per worker, as reqwest's pool keeps.
+                    .configure(|c| {
+                        c.socket_pool = Some(PoolConfig {
+                            max_idle_conns: SHORT_CONCURRENCY,
+                            ..PoolConfig::for_profile(Profile::Stn)
+                        });
+                    })
+                    .build()
+                    .map_err(|e| e.to_string())?,
+                channel: Channel::Short,
+                keep_alive: true,
+            },
+            Scenario::Reqwest => Target::Reqwest {
+                client: reqwest::Client::builder()
+                    .http1_only()
+                    .tcp_nodelay(true)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+                url: format!("http://{short}{DEFAULT_CGI_PATH}"),
             },
             Scenario::BaseLong => Target::BaseLong(Mux::connect(long).await?),
             Scenario::BaseShort => Target::BaseShort {
@@ -345,9 +437,16 @@ impl Target {
 
     async fn call(&self, body: Bytes) -> Result<Bytes, String> {
         match self {
-            Target::Stn { client, channel } => {
-                let task =
+            Target::Stn {
+                client,
+                channel,
+                keep_alive,
+            } => {
+                let mut task =
                     Task::new(DEFAULT_HELLO_CMD_ID, DEFAULT_CGI_PATH, body).channel(*channel);
+                if *keep_alive {
+                    task = task.header("Connection", "Keep-Alive");
+                }
                 client
                     .send(task)
                     .await
@@ -356,6 +455,7 @@ impl Target {
             }
             Target::BaseLong(mux) => mux.call(body).await,
             Target::BaseShort { addr, limits } => short_exchange(*addr, *limits, &body).await,
+            Target::Reqwest { client, url } => reqwest_call(client, url, body).await,
         }
     }
 
@@ -363,7 +463,7 @@ impl Target {
         match self {
             Target::Stn { client, .. } => client.shutdown().await,
             Target::BaseLong(mux) => mux.close(),
-            Target::BaseShort { .. } => {}
+            Target::BaseShort { .. } | Target::Reqwest { .. } => {}
         }
     }
 }
@@ -459,6 +559,23 @@ impl Mux {
     }
 }
 
+/// One POST through reqwest (its pool reuses connections).
+async fn reqwest_call(client: &reqwest::Client, url: &str, body: Bytes) -> Result<Bytes, String> {
+    let response = client
+        .post(url)
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| format!("reqwest: {e}"))?;
+    if response.status() != reqwest::StatusCode::OK {
+        return Err(format!("reqwest: status {}", response.status()));
+    }
+    response
+        .bytes()
+        .await
+        .map_err(|e| format!("reqwest body: {e}"))
+}
+
 /// The baseline short link: one request on a fresh connection.
 async fn short_exchange(
     addr: SocketAddr,
@@ -523,6 +640,9 @@ struct Outcome {
     /// Server (parent) process CPU time per request served during the whole
     /// scenario (warm-up included), µs.
     server_cpu_us: Option<f64>,
+    /// Heap allocations of the client process per request in the measured
+    /// window ([`CountingAlloc`]).
+    client_allocs: Option<f64>,
     first_error: String,
     /// Requests/s of the slowest and fastest round (parent only).
     rps_range: Option<(f64, f64)>,
@@ -564,7 +684,7 @@ async fn run_scenario(
     let t_end = t0 + measure;
     let cpu_at_t0 = tokio::spawn(async move {
         tokio::time::sleep_until(t0.into()).await;
-        cpu_time()
+        (cpu_time(), ALLOCATIONS.load(Ordering::Relaxed))
     });
     let mut workers = Vec::new();
     for w in 0..scenario.concurrency() {
@@ -610,10 +730,13 @@ async fn run_scenario(
         w.await.map_err(|e| format!("worker failed: {e}"))?;
     }
     let secs = t0.elapsed().as_secs_f64();
-    let cpu = match (cpu_at_t0.await.ok().flatten(), cpu_time()) {
+    let allocs_at_end = ALLOCATIONS.load(Ordering::Relaxed);
+    let (cpu_at_t0, allocs_at_t0) = cpu_at_t0.await.unwrap_or((None, allocs_at_end));
+    let cpu = match (cpu_at_t0, cpu_time()) {
         (Some(a), Some(b)) => Some(b.saturating_sub(a)),
         _ => None,
     };
+    let allocs = allocs_at_end.saturating_sub(allocs_at_t0);
     if let Ok(target) = Arc::try_unwrap(target) {
         target.close().await;
     }
@@ -635,6 +758,7 @@ async fn run_scenario(
         p999_ns: h.quantile(0.999),
         max_ns: h.max(),
         client_cpu_us: cpu.map(|c| c.as_secs_f64() * 1e6 / h.count().max(1) as f64),
+        client_allocs: Some(allocs as f64 / h.count().max(1) as f64),
         first_error,
         ..Outcome::default()
     })
@@ -705,7 +829,7 @@ fn child_main(scenario: Scenario, long: SocketAddr, short: SocketAddr, opts: &Op
 fn encode_outcome(o: &Outcome) -> String {
     let opt = |v: Option<u64>| v.map_or("-".to_owned(), |v| v.to_string());
     format!(
-        "RESULT\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
+        "RESULT\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}\t{}",
         o.scenario,
         o.concurrency,
         o.requests,
@@ -718,13 +842,14 @@ fn encode_outcome(o: &Outcome) -> String {
         opt(o.idle_rss_kb),
         opt(o.peak_kb),
         o.client_cpu_us.map_or("-".to_owned(), |v| v.to_string()),
+        o.client_allocs.map_or("-".to_owned(), |v| v.to_string()),
         o.first_error.replace(['\t', '\n'], " "),
     )
 }
 
 fn decode_outcome(line: &str) -> Option<Outcome> {
-    let f: Vec<&str> = line.strip_prefix("RESULT\t")?.splitn(13, '\t').collect();
-    if f.len() != 13 {
+    let f: Vec<&str> = line.strip_prefix("RESULT\t")?.splitn(14, '\t').collect();
+    if f.len() != 14 {
         return None;
     }
     let opt = |s: &str| s.parse().ok();
@@ -743,7 +868,8 @@ fn decode_outcome(line: &str) -> Option<Outcome> {
         server_peak_kb: None,
         client_cpu_us: f[11].parse().ok(),
         server_cpu_us: None,
-        first_error: f[12].to_owned(),
+        client_allocs: f[12].parse().ok(),
+        first_error: f[13].to_owned(),
         rps_range: None,
     })
 }
@@ -821,11 +947,11 @@ fn table(rows: &[Outcome], separate_processes: bool) -> String {
     let mut t = String::new();
     let _ = writeln!(
         t,
-        "| scenario | conc. | requests | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | client peak MiB | client idle MiB | server peak MiB | client CPU µs/req | server CPU µs/req |"
+        "| scenario | conc. | requests | req/s | p50 ms | p99 ms | p99.9 ms | max ms | errors | client peak MiB | client idle MiB | server peak MiB | client CPU µs/req | server CPU µs/req | client allocs/req |"
     );
     let _ = writeln!(
         t,
-        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for o in rows {
         let label = match Scenario::parse(&o.scenario) {
@@ -838,7 +964,7 @@ fn table(rows: &[Outcome], separate_processes: bool) -> String {
         };
         let _ = writeln!(
             t,
-            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {label} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             o.concurrency,
             o.requests,
             rps,
@@ -860,6 +986,7 @@ fn table(rows: &[Outcome], separate_processes: bool) -> String {
             mib(o.server_peak_kb),
             us(o.client_cpu_us),
             us(o.server_cpu_us),
+            us(o.client_allocs),
         );
     }
     t
@@ -932,7 +1059,9 @@ fn main() {
                         Some(b.saturating_sub(a).as_secs_f64() * 1e6 / served.max(1) as f64);
                 }
                 if opts.in_process {
-                    o.client_cpu_us = None; // client and server share the process
+                    // Client and server share the process.
+                    o.client_cpu_us = None;
+                    o.client_allocs = None;
                 }
                 if o.errors > 0 || o.requests == 0 {
                     failed = true;
@@ -999,6 +1128,7 @@ fn median_round(mut rounds: Vec<Outcome>) -> Option<Outcome> {
         v.get(v.len() / 2).copied()
     };
     let client_cpu = median_of(|o| o.client_cpu_us);
+    let client_allocs = median_of(|o| o.client_allocs);
     let server_cpu = median_of(|o| o.server_cpu_us);
     let n = rounds.len();
     let mut median = rounds.swap_remove(n / 2);
@@ -1008,6 +1138,7 @@ fn median_round(mut rounds: Vec<Outcome>) -> Option<Outcome> {
     median.peak_kb = peak;
     median.server_peak_kb = server_peak;
     median.client_cpu_us = client_cpu;
+    median.client_allocs = client_allocs;
     median.server_cpu_us = server_cpu;
     Some(median)
 }

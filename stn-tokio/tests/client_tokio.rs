@@ -3,36 +3,11 @@
 #[macro_use]
 mod client_suite;
 
-use std::future::Future;
+mod tokio_harness;
+
 use std::time::Duration;
 
-use stn_driver::BoxFuture;
-use stn_tokio::TokioRuntime;
-
-/// Runs the suite on a multi-threaded tokio runtime.
-struct TokioHarness;
-
-impl client_suite::Harness for TokioHarness {
-    type Rt = TokioRuntime;
-
-    fn run(test: BoxFuture<()>) {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .enable_all()
-            .build()
-            .expect("runtime")
-            .block_on(test);
-    }
-
-    fn spawn<T: Send + 'static>(fut: impl Future<Output = T> + Send + 'static) -> BoxFuture<T> {
-        let handle = tokio::spawn(fut);
-        Box::pin(async move { handle.await.expect("spawned task panicked") })
-    }
-
-    fn sleep(d: Duration) -> BoxFuture<()> {
-        Box::pin(tokio::time::sleep(d))
-    }
-}
+use tokio_harness::TokioHarness;
 
 client_suite!(TokioHarness);
 

@@ -54,7 +54,8 @@ use crate::profile::Profile;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HttpLimits {
     /// Largest head (status line, header lines and the empty line), and
-    /// separately the largest chunked-body trailer section and chunk-size line.
+    /// separately the largest total of a response's interim (1xx) heads, the
+    /// largest chunked-body trailer section and chunk-size line.
     /// Exceeding it fails as soon as the first byte over the limit arrives.
     pub max_head_len: usize,
     /// Most header fields in one head.
@@ -163,8 +164,9 @@ pub enum HttpError {
     /// A header line is malformed, or the framing headers are unusable.
     #[error("malformed HTTP header: {0}")]
     BadHeader(&'static str),
-    /// The head (or a chunked body's trailer section) exceeded its limit.
-    #[error("HTTP head larger than {limit} bytes")]
+    /// The head (or the interim 1xx heads before it together, or a chunked
+    /// body's trailer section) exceeded its limit.
+    #[error("HTTP head (or its interim 1xx responses, or a trailer) larger than {limit} bytes")]
     HeadTooLarge {
         /// [`HttpLimits::max_head_len`].
         limit: usize,

@@ -34,7 +34,9 @@ pub enum Progress {
 /// Accepted: `HTTP/1.0` and `HTTP/1.1` status lines with a 3-digit code and an
 /// optional reason; header fields with optional whitespace around values;
 /// lines ended by CRLF or a bare LF (RFC 9112 §2.2); interim 1xx responses
-/// (skipped, except 101 which is final and bodyless); bodies framed by
+/// (skipped, except 101 which is final and bodyless; all of a response's
+/// interim heads together at most `max_head_len` bytes, else
+/// [`HttpError::HeadTooLarge`]); bodies framed by
 /// `Content-Length` or `Transfer-Encoding: chunked` (chunk extensions ignored,
 /// trailers consumed and discarded); 204 and 304 bodies are empty.
 ///
@@ -69,6 +71,8 @@ pub struct ResponseParser {
     bytes_received: u64,
     excess: u64,
     interim: u32,
+    /// Bytes of the interim heads skipped so far (capped like one head).
+    interim_len: usize,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -147,6 +151,7 @@ impl ResponseParser {
             bytes_received: 0,
             excess: 0,
             interim: 0,
+            interim_len: 0,
         }
     }
 
@@ -434,7 +439,15 @@ impl ResponseParser {
             None => return Err(HttpError::BadStatusLine),
         };
         if (100..200).contains(&status) && status != 101 {
-            // Interim response: skip it and parse the next head.
+            // Interim response: skip it and parse the next head. Together
+            // the interim heads are capped like one head, or a server could
+            // keep a task reading `100 Continue` forever.
+            self.interim_len = self.interim_len.saturating_add(self.head_len);
+            if self.interim_len > self.limits.max_head_len {
+                return Err(HttpError::HeadTooLarge {
+                    limit: self.limits.max_head_len,
+                });
+            }
             self.interim = self.interim.saturating_add(1);
             self.status = None;
             self.headers.clear();

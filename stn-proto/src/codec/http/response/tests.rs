@@ -245,6 +245,38 @@ fn head_too_large_fails_on_the_first_byte_over() {
 }
 
 #[test]
+fn an_interim_flood_fails_once_its_heads_exceed_one_head() {
+    let lim = small(); // 256-byte heads
+    let interim = b"HTTP/1.1 100 Continue\r\n\r\n"; // 25 bytes
+    let final_head = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+    // Ten interim heads (250 bytes) fit: the response parses.
+    let mut wire = interim.repeat(10);
+    wire.extend_from_slice(final_head);
+    let r = run_chunks(lim, &[&wire]).expect("ten interim heads fit");
+    assert_eq!(r.body, &b"ok"[..]);
+    // The eleventh takes them over 256 bytes: a typed error, however chunked.
+    let flood = interim.repeat(11);
+    assert_eq!(
+        run_chunks(lim, &[&flood]),
+        Err(HttpError::HeadTooLarge { limit: 256 })
+    );
+    let pieces: Vec<&[u8]> = flood.chunks(7).collect();
+    assert_eq!(
+        run_chunks(lim, &pieces),
+        Err(HttpError::HeadTooLarge { limit: 256 })
+    );
+    // An endless flood is rejected within the limit, without buffering it.
+    let mut p = ResponseParser::new(lim);
+    let endless = interim.repeat(40_000); // ~1 MiB
+    assert_eq!(
+        p.feed(&endless),
+        Err(HttpError::HeadTooLarge { limit: 256 })
+    );
+    assert!(p.buffered_len() <= lim.max_head_len);
+    assert_eq!(p.interim_responses(), 10);
+}
+
+#[test]
 fn too_many_headers() {
     let lim = HttpLimits {
         max_headers: 2,
