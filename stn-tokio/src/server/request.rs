@@ -181,6 +181,16 @@ impl RequestParser {
         std::mem::take(&mut self.continue_pending)
     }
 
+    /// The buffered length the request in progress needs: the whole
+    /// request once its head is parsed, else one more byte (the head's
+    /// length is unknown until its end arrives).
+    pub(crate) fn wanted(&self, buf: &BytesMut) -> usize {
+        match &self.head {
+            Some(head) => head.head_len + head.body_len,
+            None => buf.len() + 1,
+        }
+    }
+
     /// Whether part of a request has been received (so an EOF now is abrupt).
     pub(crate) fn in_request(&self, buf: &BytesMut) -> bool {
         self.head.is_some() || !buf.is_empty()
