@@ -65,6 +65,15 @@ impl FrameReader {
         self.plausible_len(buf).unwrap_or(HEADER_LEN)
     }
 
+    /// Whether [`next_frame`](Self::next_frame) would take something (a
+    /// whole frame, or a header it rejects) rather than ask for more bytes.
+    pub(crate) fn ready(&self, buf: &[u8]) -> bool {
+        buf.len() >= HEADER_LEN
+            && self
+                .plausible_len(buf)
+                .is_none_or(|total| buf.len() >= total)
+    }
+
     /// Takes the next whole frame off the front of `buf`. `Ok(None)`: more
     /// bytes needed (nothing taken). An error poisons the reader: the
     /// stream has lost its framing.

@@ -54,6 +54,31 @@ pub(crate) fn classify(frame: &Frame, hello_cmd_id: u32, fault: Fault) -> FrameK
     }
 }
 
+/// The answer to `frame` of `kind` that the server writes (after the delay,
+/// and subject to the fault, for a hello), if any: identify → same cmd id
+/// and seq with [`identify_response_body`]; noop → the frame echoed; hello
+/// → same cmd id and seq with [`hello_response_body`].
+pub(crate) fn answer(
+    frame: &Frame,
+    kind: FrameKind,
+    response_size: Option<usize>,
+) -> Option<Frame> {
+    match kind {
+        FrameKind::Identify => Some(Frame::new(
+            frame.cmd_id,
+            frame.seq,
+            identify_response_body(&frame.body),
+        )),
+        FrameKind::Noop => Some(frame.clone()),
+        FrameKind::Hello => Some(Frame::new(
+            frame.cmd_id,
+            frame.seq,
+            hello_response_body(&frame.body, response_size),
+        )),
+        FrameKind::Unanswered | FrameKind::Unknown => None,
+    }
+}
+
 /// How the connection's main loop ended.
 enum End {
     /// The peer closed its side, or the socket failed.
@@ -189,6 +214,35 @@ impl Connection<'_> {
         // When the first byte of the frame in progress arrived.
         let mut frame_started: Option<Instant> = None;
         loop {
+            // Answer the whole frames buffered while output has room; the
+            // rest wait in the buffer (already charged) until it has.
+            let mut took = false;
+            while self.output.held() < config.max_pending_output && !self.output.budget_full() {
+                match reader.next_frame(self.input.bytes()) {
+                    Ok(Some(frame)) => {
+                        took = true;
+                        if let Some(end) = self.on_frame(frame).await {
+                            return end;
+                        }
+                    }
+                    Ok(None) => break,
+                    Err(err) => {
+                        bump(&self.shared.counters.protocol_errors);
+                        tracing::warn!(conn = self.conn, %err, "closing long link: undecodable frame");
+                        return End::ProtocolError;
+                    }
+                }
+            }
+            if took {
+                let now = Instant::now();
+                last_frame = now;
+                self.input.compact();
+                frame_started = (!self.input.bytes().is_empty()).then_some(now);
+            }
+            let output_full = self.output.held() >= config.max_pending_output;
+            // Held back by its own output, not waiting for the peer: no
+            // read deadline runs meanwhile.
+            let backlog = output_full || reader.ready(self.input.bytes());
             let idle_at = last_frame + idle_timeout;
             let (deadline, end) = match frame_started {
                 Some(t) if t + config.request_timeout < idle_at => {
@@ -197,9 +251,6 @@ impl Connection<'_> {
                 _ => (idle_at, End::Idle),
             };
             let next_due = self.pending.keys().next().map(|&(due, _)| due);
-            let output_full = self.output.held() >= config.max_pending_output;
-            let budget_full = self.output.budget_full();
-            let can_read = !output_full && !budget_full;
             let want = reader.wanted(self.input.bytes());
             tokio::select! {
                 biased;
@@ -219,37 +270,15 @@ impl Connection<'_> {
                         return end;
                     }
                 }
-                _ = tokio::time::sleep_until(deadline) => return end,
-                // Woken when another connection frees budget.
-                _ = self.output.budget_wait(), if budget_full && !output_full => {}
-                read = self.input.read_from(self.stream, want), if can_read => {
+                _ = tokio::time::sleep_until(deadline), if !backlog => return end,
+                // A whole frame waits for budget another connection holds.
+                _ = self.output.budget_wait(), if backlog && !output_full => {}
+                read = self.input.read_from(self.stream, want), if !backlog => {
                     match read {
                         Ok(0) | Err(_) => return End::PeerGone,
-                        Ok(_) => {}
-                    }
-                    let now = Instant::now();
-                    frame_started.get_or_insert(now);
-                    let mut took = false;
-                    loop {
-                        match reader.next_frame(self.input.bytes()) {
-                            Ok(Some(frame)) => {
-                                took = true;
-                                last_frame = now;
-                                if let Some(end) = self.on_frame(frame).await {
-                                    return end;
-                                }
-                            }
-                            Ok(None) => break,
-                            Err(err) => {
-                                bump(&self.shared.counters.protocol_errors);
-                                tracing::warn!(conn = self.conn, %err, "closing long link: undecodable frame");
-                                return End::ProtocolError;
-                            }
+                        Ok(_) => {
+                            frame_started.get_or_insert_with(Instant::now);
                         }
-                    }
-                    if took {
-                        self.input.compact();
-                        frame_started = (!self.input.bytes().is_empty()).then_some(now);
                     }
                 }
             }
@@ -261,36 +290,27 @@ impl Connection<'_> {
         let counters = &shared.counters;
         bump(&counters.frames_received);
         let fault = shared.fault();
-        match classify(&frame, shared.config.hello_cmd_id, fault) {
-            kind @ (FrameKind::Unanswered | FrameKind::Unknown) => {
-                let (counter, why) = if kind == FrameKind::Unanswered {
-                    (&counters.faults_injected, "fault: not answering")
-                } else {
-                    (&counters.unknown_frames, "unknown cmd id: ignoring")
-                };
-                bump(counter);
-                tracing::debug!(
-                    conn = self.conn,
-                    cmd_id = frame.cmd_id,
-                    seq = frame.seq,
-                    why,
-                    "frame not answered"
-                );
-                None
-            }
-            FrameKind::Identify => {
-                bump(&counters.identifies_answered);
-                let body = identify_response_body(&frame.body);
-                self.write_frame(&Frame::new(frame.cmd_id, frame.seq, body))
-                    .await
-            }
-            FrameKind::Noop => {
-                bump(&counters.noops_answered);
-                self.write_frame(&frame).await
-            }
-            FrameKind::Hello => {
-                let body = hello_response_body(&frame.body, shared.config.response_size);
-                let response = Frame::new(frame.cmd_id, frame.seq, body);
+        let kind = classify(&frame, shared.config.hello_cmd_id, fault);
+        let Some(response) = answer(&frame, kind, shared.config.response_size) else {
+            let (counter, why) = if kind == FrameKind::Unanswered {
+                (&counters.faults_injected, "fault: not answering")
+            } else {
+                (&counters.unknown_frames, "unknown cmd id: ignoring")
+            };
+            bump(counter);
+            tracing::debug!(
+                conn = self.conn,
+                cmd_id = frame.cmd_id,
+                seq = frame.seq,
+                why,
+                "frame not answered"
+            );
+            return None;
+        };
+        match kind {
+            FrameKind::Identify => bump(&counters.identifies_answered),
+            FrameKind::Noop => bump(&counters.noops_answered),
+            _ => {
                 let delay = shared.config.delay;
                 if delay.is_zero() {
                     return self.answer_hello(&response, fault).await;
@@ -299,9 +319,10 @@ impl Connection<'_> {
                 let key = (Instant::now() + delay, self.next_pending);
                 self.next_pending += 1;
                 self.pending.insert(key, Pending { response, fault });
-                None
+                return None;
             }
         }
+        self.write_frame(&response).await
     }
 
     async fn send_due(&mut self) -> Option<End> {

@@ -54,6 +54,8 @@
 mod admission;
 mod budget;
 mod frames;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod inbuf;
 mod listen;
 mod long;
@@ -864,6 +866,32 @@ async fn accept_loop(
     drop(listener);
     // Connections see the same stop flag and end on their own.
     while conns.join_next().await.is_some() {}
+}
+
+/// Feeds `chunks` into a buffer as a connection's reads would, taking
+/// messages off it with `take` until it asks for more, then calling
+/// `waiting`; returns the messages and the error that ended the stream.
+/// (Parser tests and fuzz bodies.)
+#[cfg(any(test, feature = "fuzzing"))]
+fn feed_chunks<T, E>(
+    chunks: &[&[u8]],
+    mut take: impl FnMut(&mut BytesMut) -> Result<Option<T>, E>,
+    mut waiting: impl FnMut(&BytesMut),
+) -> (Vec<T>, Option<E>) {
+    let mut buf = BytesMut::new();
+    let mut out = Vec::new();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        loop {
+            match take(&mut buf) {
+                Ok(Some(message)) => out.push(message),
+                Ok(None) => break,
+                Err(err) => return (out, Some(err)),
+            }
+        }
+        waiting(&buf);
+    }
+    (out, None)
 }
 
 /// Pause after a failed accept (EMFILE, ENFILE, ENOBUFS ...): the
