@@ -659,3 +659,183 @@ fn accept_errors_under_emfile_do_not_flood_the_log() {
             .collect::<Vec<_>>()
     );
 }
+
+/// Half-open peers, for real: clients in a network namespace whose link
+/// then goes down, so no FIN or RST ever reaches the server (a phone that
+/// lost its network; the lab's namespaces torn down mid-outage). A server
+/// with TCP keepalive (1 s idle, 1 s interval, 2 probes) reaps all of them;
+/// an identical server with keepalive off still holds every one, ESTABLISHED
+/// with nothing to close it — the leak this fixes — while the long idle
+/// timeouts of both have not run. Needs root and `ip` (network namespaces
+/// this test creates and deletes); skips otherwise, saying so.
+#[test]
+// The skip notice goes to stderr, as the lab test's does.
+#[allow(clippy::print_stderr)]
+fn half_open_peers_are_reaped_by_keepalive() {
+    use std::process::Command;
+    use std::sync::mpsc;
+
+    let ip = |args: &[&str]| {
+        Command::new("ip")
+            .args(args)
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !rustix::process::geteuid().is_root() || !ip(&["netns", "list"]) {
+        eprintln!("SKIPPED half_open_peers_are_reaped_by_keepalive: needs root and ip(8)");
+        return;
+    }
+    let pid = std::process::id();
+    let (srv_ns, cli_ns) = (format!("stnho{pid}s"), format!("stnho{pid}c"));
+    let (srv_if, cli_if) = (format!("ho{pid}s"), format!("ho{pid}c"));
+    struct Cleanup(Vec<String>);
+    impl Drop for Cleanup {
+        fn drop(&mut self) {
+            for ns in &self.0 {
+                let _ = Command::new("ip").args(["netns", "delete", ns]).output();
+            }
+        }
+    }
+    let _cleanup = Cleanup(vec![srv_ns.clone(), cli_ns.clone()]);
+    for args in [
+        vec!["netns", "add", &srv_ns],
+        vec!["netns", "add", &cli_ns],
+        vec![
+            "link", "add", &cli_if, "netns", &cli_ns, "type", "veth", "peer", "name", &srv_if,
+            "netns", &srv_ns,
+        ],
+        vec![
+            "-n",
+            &srv_ns,
+            "addr",
+            "add",
+            "10.231.0.1/30",
+            "dev",
+            &srv_if,
+        ],
+        vec![
+            "-n",
+            &cli_ns,
+            "addr",
+            "add",
+            "10.231.0.2/30",
+            "dev",
+            &cli_if,
+        ],
+        vec!["-n", &srv_ns, "link", "set", &srv_if, "up"],
+        vec!["-n", &cli_ns, "link", "set", &cli_if, "up"],
+    ] {
+        assert!(ip(&args), "ip {args:?} failed");
+    }
+
+    /// Runs `f` on a thread inside namespace `ns`, with a tokio runtime.
+    fn in_netns<T: Send + 'static>(
+        ns: &str,
+        f: impl FnOnce(&tokio::runtime::Runtime) -> T + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
+        let path = format!("/var/run/netns/{ns}");
+        std::thread::spawn(move || {
+            let file = std::fs::File::open(&path).expect("namespace file");
+            rustix::thread::move_into_link_name_space(
+                std::os::fd::AsFd::as_fd(&file),
+                Some(rustix::thread::LinkNameSpaceType::Network),
+            )
+            .expect("setns");
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            f(&rt)
+        })
+    }
+
+    // Two servers: keepalive on (the default's mechanism, shortened) and off.
+    let server_config = |keepalive: Option<Duration>| ServerConfig {
+        long_addr: Some("10.231.0.1:0".parse().unwrap()),
+        short_addr: Some("10.231.0.1:0".parse().unwrap()),
+        idle_timeout: Duration::from_secs(120),
+        heartbeat_interval: Duration::from_secs(60),
+        keepalive_idle: keepalive,
+        keepalive_interval: Duration::from_secs(1),
+        keepalive_probes: 2,
+        ..ServerConfig::default()
+    };
+    let (servers_tx, servers_rx) = mpsc::channel();
+    let (stop_srv_tx, stop_srv_rx) = mpsc::channel::<()>();
+    let server_thread = in_netns(&srv_ns, move |rt| {
+        let _guard = rt.enter();
+        let reaper = rt
+            .block_on(Server::start(server_config(Some(Duration::from_secs(1)))))
+            .expect("server");
+        let control = rt
+            .block_on(Server::start(server_config(None)))
+            .expect("server");
+        let (reaper, control) = (std::sync::Arc::new(reaper), std::sync::Arc::new(control));
+        servers_tx
+            .send((reaper.clone(), control.clone()))
+            .expect("send");
+        // Serve until told to stop.
+        rt.block_on(async {
+            while stop_srv_rx.try_recv().is_err() {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        });
+    });
+    let (reaper, control) = servers_rx.recv().expect("servers started");
+    let addrs: Vec<SocketAddr> = [&reaper, &control]
+        .iter()
+        .flat_map(|s| [s.long_addr().unwrap(), s.short_addr().unwrap()])
+        .collect();
+
+    // Ten idle connections to each listener, held (never closed) by a
+    // thread in the client namespace.
+    let (connected_tx, connected_rx) = mpsc::channel();
+    let (stop_cli_tx, stop_cli_rx) = mpsc::channel::<()>();
+    let client_thread = in_netns(&cli_ns, move |rt| {
+        let held: Vec<TcpStream> = rt.block_on(async {
+            let mut held = Vec::new();
+            for addr in &addrs {
+                for _ in 0..10 {
+                    held.push(TcpStream::connect(addr).await.expect("connect"));
+                }
+            }
+            held
+        });
+        connected_tx.send(held.len()).expect("send");
+        let _ = stop_cli_rx.recv();
+        drop(held);
+    });
+    assert_eq!(connected_rx.recv().expect("client connected"), 40);
+    let open = |s: &ServerHandle| {
+        let st = s.stats();
+        (st.long_connections_open, st.short_connections_open)
+    };
+    let wait_for = |what: &str, s: &ServerHandle, want: (u64, u64)| {
+        let start = std::time::Instant::now();
+        while open(s) != want {
+            assert!(
+                start.elapsed() < CLOSE_BOUND,
+                "{what}: open {:?}, want {want:?}",
+                open(s)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    wait_for("reaper accepted", &reaper, (10, 10));
+    wait_for("control accepted", &control, (10, 10));
+
+    // The clients vanish: their link goes down, nothing more is delivered.
+    assert!(ip(&["-n", &cli_ns, "link", "set", &cli_if, "down"]));
+    wait_for("keepalive reaped the half-open peers", &reaper, (0, 0));
+    assert_eq!(
+        open(&control),
+        (10, 10),
+        "without keepalive the half-open connections stay open"
+    );
+
+    stop_cli_tx.send(()).expect("stop client");
+    client_thread.join().expect("client thread");
+    drop((reaper, control));
+    stop_srv_tx.send(()).expect("stop server");
+    server_thread.join().expect("server thread");
+}
