@@ -33,6 +33,18 @@
 //! Test faults ([`Fault`]) can be chosen per server and changed at run time
 //! with [`ServerHandle::set_fault`].
 //!
+//! **Hostile clients** are bounded as a deployment would bound them: a
+//! connection cap and a per-IP cap ([`ServerConfig::max_connections`],
+//! [`ServerConfig::max_connections_per_ip`]), a deadline for a whole request
+//! or frame ([`ServerConfig::request_timeout`]: slowloris), an idle timeout
+//! on each link, a write timeout, TCP keepalive, output capped in bytes per
+//! long link ([`ServerConfig::max_pending_output`]), and one byte budget for
+//! everything buffered across all connections
+//! ([`ServerConfig::buffer_budget`], [`Stats::buffered_bytes`]): when it is
+//! full the server stops reading rather than growing. Refusals and accept
+//! errors are logged once per period, not once per event. See
+//! `docs/server-limits.md`.
+//!
 //! ```
 //! use stn_tokio::server::{Server, ServerConfig};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
