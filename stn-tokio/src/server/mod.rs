@@ -120,18 +120,23 @@ pub enum Fault {
     None,
     /// Accept, read everything, never write a byte (no noop echo, no
     /// identify answer, no response; pushes are still sent). The connection
-    /// stays open until the client closes it or the server shuts down.
+    /// stays open until the client closes it, the server shuts down, or the
+    /// client sends nothing for [`ServerConfig::idle_timeout`] (short link;
+    /// the long link's idle timeout is
+    /// [`ServerConfig::long_idle_timeout`]).
     NeverRespond,
     /// Write the first half of the response (at least one byte), stall
     /// briefly, then reset the connection (RST through `SO_LINGER` 0).
     ResetMidResponse,
     /// Send [`GARBAGE`] instead of the response, then answer nothing more on
-    /// that connection and leave it open until the client closes it.
+    /// that connection and leave it open until the client closes it (or
+    /// sends nothing for [`ServerConfig::idle_timeout`]).
     Garbage,
     /// Send a header announcing a huge body — long link: `body_length =
     /// 0xFFFFFFFF` with the request's cmd id and seq; short link: `200` with
     /// `Content-Length: 1099511627776` (1 TiB) — and no body, then answer
-    /// nothing more and leave the connection open until the client closes it.
+    /// nothing more and leave the connection open until the client closes it
+    /// (or sends nothing for [`ServerConfig::idle_timeout`]).
     OversizeLength,
 }
 
