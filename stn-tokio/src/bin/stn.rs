@@ -79,10 +79,59 @@ struct ServeArgs {
     /// Largest long-link frame body accepted, in bytes.
     #[arg(long, value_name = "B", default_value_t = ServerConfig::default().max_frame_body)]
     max_frame_body: usize,
+    /// Largest HTTP request body accepted, in bytes.
+    #[arg(long, value_name = "B", default_value_t = ServerConfig::default().max_http_body)]
+    max_http_body: usize,
+    /// Most connections open at once, both links together (more are reset).
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_connections)]
+    max_connections: usize,
+    /// Most connections open at once from one IP address.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().max_connections_per_ip)]
+    max_connections_per_ip: usize,
+    /// Listen backlog of each listener.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().listen_backlog)]
+    backlog: u32,
+    /// Short link: close a connection that sends no request for this long, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = millis(ServerConfig::default().idle_timeout))]
+    idle_timeout_ms: u64,
+    /// Deadline for a whole request (short link: head and body; long link:
+    /// one frame) from its first byte, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = millis(ServerConfig::default().request_timeout))]
+    request_timeout_ms: u64,
+    /// Long-link heartbeat interval clients keep, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = millis(ServerConfig::default().heartbeat_interval))]
+    heartbeat_interval_ms: u64,
+    /// Close a long link after this many heartbeat intervals without a frame.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().idle_heartbeats)]
+    idle_heartbeats: u32,
+    /// Reset a connection whose write does not finish within this, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = millis(ServerConfig::default().write_timeout))]
+    write_timeout_ms: u64,
+    /// TCP keepalive idle time before the first probe, in seconds (0: off).
+    #[arg(long, value_name = "S", default_value_t = ServerConfig::default().keepalive_idle.map_or(0, |d| d.as_secs()))]
+    keepalive_idle_secs: u64,
+    /// Seconds between TCP keepalive probes.
+    #[arg(long, value_name = "S", default_value_t = ServerConfig::default().keepalive_interval.as_secs())]
+    keepalive_interval_secs: u64,
+    /// Unanswered TCP keepalive probes before the connection is dropped.
+    #[arg(long, value_name = "N", default_value_t = ServerConfig::default().keepalive_probes)]
+    keepalive_probes: u32,
+    /// Bytes of delayed replies and queued pushes one long link may hold.
+    #[arg(long, value_name = "B", default_value_t = ServerConfig::default().max_pending_output)]
+    max_pending_output: usize,
+    /// Bytes the server may buffer across all connections; when full it
+    /// stops reading.
+    #[arg(long, value_name = "B", default_value_t = ServerConfig::default().buffer_budget)]
+    buffer_budget: usize,
     /// Misbehave for tests: none, never-respond, reset-mid-response, garbage,
     /// oversize-length.
     #[arg(long, value_name = "FAULT", default_value_t = Fault::None)]
     fault: Fault,
+}
+
+/// A default duration as a flag's millisecond value.
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
 }
 
 impl ServeArgs {
@@ -100,6 +149,21 @@ impl ServeArgs {
             client_version: self.client_version,
             max_frame_body: self.max_frame_body,
             cgi_paths: self.cgi_paths.clone(),
+            max_http_body: self.max_http_body,
+            max_connections: self.max_connections,
+            max_connections_per_ip: self.max_connections_per_ip,
+            listen_backlog: self.backlog,
+            idle_timeout: Duration::from_millis(self.idle_timeout_ms),
+            request_timeout: Duration::from_millis(self.request_timeout_ms),
+            heartbeat_interval: Duration::from_millis(self.heartbeat_interval_ms),
+            idle_heartbeats: self.idle_heartbeats,
+            write_timeout: Duration::from_millis(self.write_timeout_ms),
+            keepalive_idle: (self.keepalive_idle_secs > 0)
+                .then(|| Duration::from_secs(self.keepalive_idle_secs)),
+            keepalive_interval: Duration::from_secs(self.keepalive_interval_secs),
+            keepalive_probes: self.keepalive_probes,
+            max_pending_output: self.max_pending_output,
+            buffer_budget: self.buffer_budget,
             fault: self.fault,
             ..ServerConfig::default()
         })

@@ -33,6 +33,18 @@
 //! Test faults ([`Fault`]) can be chosen per server and changed at run time
 //! with [`ServerHandle::set_fault`].
 //!
+//! **Hostile clients** are bounded as a deployment would bound them: a
+//! connection cap and a per-IP cap ([`ServerConfig::max_connections`],
+//! [`ServerConfig::max_connections_per_ip`]), a deadline for a whole request
+//! or frame ([`ServerConfig::request_timeout`]: slowloris), an idle timeout
+//! on each link, a write timeout, TCP keepalive, output capped in bytes per
+//! long link ([`ServerConfig::max_pending_output`]), and one byte budget for
+//! everything buffered across all connections
+//! ([`ServerConfig::buffer_budget`], [`Stats::buffered_bytes`]): when it is
+//! full the server stops reading rather than growing. Refusals and accept
+//! errors are logged once per period, not once per event. See
+//! `docs/server-limits.md`.
+//!
 //! ```
 //! use stn_tokio::server::{Server, ServerConfig};
 //! use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -51,6 +63,13 @@
 //! # }
 //! ```
 
+mod admission;
+mod budget;
+mod frames;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
+mod inbuf;
+mod listen;
 mod long;
 mod request;
 mod short;
@@ -59,7 +78,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::io;
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -69,6 +88,8 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use admission::{Admission, RateLimitedLog, Refusal, Slot};
+use budget::Budget;
 use request::RequestLimits;
 
 /// The Mars sample's hello command id (`kSayHello2` on Android).
@@ -99,18 +120,23 @@ pub enum Fault {
     None,
     /// Accept, read everything, never write a byte (no noop echo, no
     /// identify answer, no response; pushes are still sent). The connection
-    /// stays open until the client closes it or the server shuts down.
+    /// stays open until the client closes it, the server shuts down, or the
+    /// client sends nothing for [`ServerConfig::idle_timeout`] (short link;
+    /// the long link's idle timeout is
+    /// [`ServerConfig::long_idle_timeout`]).
     NeverRespond,
     /// Write the first half of the response (at least one byte), stall
     /// briefly, then reset the connection (RST through `SO_LINGER` 0).
     ResetMidResponse,
     /// Send [`GARBAGE`] instead of the response, then answer nothing more on
-    /// that connection and leave it open until the client closes it.
+    /// that connection and leave it open until the client closes it (or
+    /// sends nothing for [`ServerConfig::idle_timeout`]).
     Garbage,
     /// Send a header announcing a huge body — long link: `body_length =
     /// 0xFFFFFFFF` with the request's cmd id and seq; short link: `200` with
     /// `Content-Length: 1099511627776` (1 TiB) — and no body, then answer
-    /// nothing more and leave the connection open until the client closes it.
+    /// nothing more and leave the connection open until the client closes it
+    /// (or sends nothing for [`ServerConfig::idle_timeout`]).
     OversizeLength,
 }
 
@@ -205,8 +231,61 @@ pub struct ServerConfig {
     pub max_http_body: usize,
     /// How long a short-link connection may sit without sending a byte while
     /// the server waits for a request; also advertised as `Keep-Alive:
-    /// timeout=<secs>` on kept-alive responses.
+    /// timeout=<secs>` on kept-alive responses, and the longest the server
+    /// waits for a client to close after a fault that answers nothing more.
+    /// Default 60 s.
     pub idle_timeout: Duration,
+    /// Deadline for a whole request from its first byte: on the short link
+    /// the head and body (a request not complete by then gets `408` and the
+    /// connection closes), on the long link one frame (the connection
+    /// closes). A peer trickling a byte every few seconds (slowloris) is cut
+    /// off here, however often it sends. Default 30 s.
+    pub request_timeout: Duration,
+    /// The long-link heartbeat interval clients keep (Mars
+    /// `MinHeartInterval`, 3.5 min, the default); see
+    /// [`idle_heartbeats`](Self::idle_heartbeats).
+    pub heartbeat_interval: Duration,
+    /// A long link with no complete frame for this many
+    /// [`heartbeat_interval`](Self::heartbeat_interval)s is closed (its
+    /// client is gone, or idles without heartbeats). Default 2 (7 min).
+    pub idle_heartbeats: u32,
+    /// A write (a response, a push) that cannot finish within this resets
+    /// the connection: its peer does not read, or is gone. Default 30 s.
+    pub write_timeout: Duration,
+    /// TCP keepalive on accepted sockets: idle time before the first probe
+    /// (`None`: off). Reaps peers that vanished without a FIN or RST. Default
+    /// 60 s.
+    pub keepalive_idle: Option<Duration>,
+    /// Time between keepalive probes. Default 10 s.
+    pub keepalive_interval: Duration,
+    /// Unanswered keepalive probes before the kernel drops the connection.
+    /// Default 3 (a dead peer is reaped about 90 s after its last packet).
+    pub keepalive_probes: u32,
+    /// Most connections open at once, both links together; past it a new
+    /// connection is reset at once (rate-limited log line, counted in
+    /// [`Stats::connections_refused`]). Default 10,000.
+    pub max_connections: usize,
+    /// Most connections open at once from one IP address, both links
+    /// together; refused like [`max_connections`](Self::max_connections).
+    /// Default 512 (mobile carriers put many users behind one address).
+    pub max_connections_per_ip: usize,
+    /// Listen backlog of each listener (the kernel caps it at
+    /// `net.core.somaxconn`). Default 1,024.
+    pub listen_backlog: u32,
+    /// Bytes of output one long-link connection may hold: delayed replies
+    /// and queued pushes. At the cap the server stops reading that client
+    /// until replies leave, and drops pushes to it (with a log line).
+    /// Default 2 MiB.
+    pub max_pending_output: usize,
+    /// Bytes the server may buffer across all connections: read buffers,
+    /// delayed replies, queued pushes, responses being written. When it is
+    /// full the server stops reading rather than growing: growing a buffer
+    /// past 16 KiB is allowed only below three quarters of it, so the last
+    /// quarter stays for small requests. Read buffers are allocated only
+    /// when a socket has data, and freed when empty. Output already decided
+    /// may exceed it by one reply per connection. See [`Stats::buffered_bytes`].
+    /// Default 64 MiB.
+    pub buffer_budget: usize,
     /// The fault to start with.
     pub fault: Fault,
 }
@@ -229,6 +308,18 @@ impl Default for ServerConfig {
             max_http_headers: 64,
             max_http_body: 1024 * 1024,
             idle_timeout: Duration::from_secs(60),
+            request_timeout: Duration::from_secs(30),
+            heartbeat_interval: Duration::from_millis(210_000),
+            idle_heartbeats: 2,
+            write_timeout: Duration::from_secs(30),
+            keepalive_idle: Some(Duration::from_secs(60)),
+            keepalive_interval: Duration::from_secs(10),
+            keepalive_probes: 3,
+            max_connections: 10_000,
+            max_connections_per_ip: 512,
+            listen_backlog: 1024,
+            max_pending_output: 2 * 1024 * 1024,
+            buffer_budget: 64 * 1024 * 1024,
             fault: Fault::None,
         }
     }
@@ -241,6 +332,82 @@ impl ServerConfig {
             max_body_len: self.max_frame_body,
             ..CodecConfig::default()
         }
+    }
+
+    /// How long a long link may go without a complete frame:
+    /// [`heartbeat_interval`](Self::heartbeat_interval) ×
+    /// [`idle_heartbeats`](Self::idle_heartbeats).
+    pub fn long_idle_timeout(&self) -> Duration {
+        self.heartbeat_interval.saturating_mul(self.idle_heartbeats)
+    }
+
+    /// The largest message a connection must be able to buffer whole: a
+    /// long-link frame or a short-link request, whichever link is served.
+    fn largest_message(&self) -> usize {
+        let frame = self.long_addr.map_or(0, |_| {
+            (self.codec().max_head_len as usize).saturating_add(self.max_frame_body)
+        });
+        let request = self
+            .short_addr
+            .map_or(0, |_| self.max_http_head.saturating_add(self.max_http_body));
+        frame.max(request)
+    }
+
+    fn validate(&self) -> Result<(), ServerError> {
+        let check = |ok: bool, why: &'static str| {
+            if ok {
+                Ok(())
+            } else {
+                Err(ServerError::Config(why))
+            }
+        };
+        check(
+            self.long_addr.is_some() || self.short_addr.is_some(),
+            "neither long_addr nor short_addr is set",
+        )?;
+        check(
+            self.cgi_paths.iter().all(|p| p.starts_with('/')),
+            "every CGI path must start with '/'",
+        )?;
+        check(
+            self.max_http_head > 0 && self.max_http_headers > 0,
+            "HTTP head caps must be positive",
+        )?;
+        check(
+            self.push_every != Some(Duration::ZERO),
+            "push_every must be positive",
+        )?;
+        for (d, why) in [
+            (self.idle_timeout, "idle_timeout must be positive"),
+            (self.request_timeout, "request_timeout must be positive"),
+            (self.write_timeout, "write_timeout must be positive"),
+            (
+                self.long_idle_timeout(),
+                "heartbeat_interval and idle_heartbeats must be positive",
+            ),
+        ] {
+            check(!d.is_zero(), why)?;
+        }
+        check(
+            self.keepalive_idle != Some(Duration::ZERO)
+                && !self.keepalive_interval.is_zero()
+                && self.keepalive_probes > 0,
+            "keepalive idle time, interval and probes must be positive",
+        )?;
+        check(
+            self.max_connections > 0 && self.max_connections_per_ip > 0 && self.listen_backlog > 0,
+            "max_connections, max_connections_per_ip and listen_backlog must be positive",
+        )?;
+        check(
+            self.max_pending_output > 0,
+            "max_pending_output must be positive",
+        )?;
+        // Large buffers may use three quarters of the budget: the largest
+        // message must fit there, or it could never be read.
+        check(
+            self.largest_message() <= self.buffer_budget - self.buffer_budget / 4,
+            "buffer_budget must be at least 4/3 of the largest frame or request (max_frame_body, max_http_head + max_http_body)",
+        )
     }
 
     fn request_limits(&self) -> RequestLimits {
@@ -320,6 +487,27 @@ pub struct Stats {
     /// Requests (long link: frames) answered with a [`Fault`] instead of a
     /// proper response, or left unanswered by [`Fault::NeverRespond`].
     pub faults_injected: u64,
+    /// Short-link connections open now.
+    pub short_connections_open: u64,
+    /// Connections reset at accept by [`ServerConfig::max_connections`] or
+    /// [`ServerConfig::max_connections_per_ip`].
+    pub connections_refused: u64,
+    /// Accept calls that failed (out of descriptors and the like).
+    pub accept_errors: u64,
+    /// Long links closed for sending no frame for the idle timeout.
+    pub idle_closes: u64,
+    /// Connections closed because a request or frame did not complete
+    /// within [`ServerConfig::request_timeout`].
+    pub deadline_closes: u64,
+    /// Connections reset because a write did not finish within
+    /// [`ServerConfig::write_timeout`].
+    pub write_timeouts: u64,
+    /// Bytes buffered now across all connections (read buffers, delayed
+    /// replies, queued pushes, responses being written): what
+    /// [`ServerConfig::buffer_budget`] bounds.
+    pub buffered_bytes: u64,
+    /// The most [`buffered_bytes`](Self::buffered_bytes) ever was.
+    pub peak_buffered_bytes: u64,
 }
 
 #[derive(Debug, Default)]
@@ -337,6 +525,12 @@ struct Counters {
     pushes_sent: AtomicU64,
     protocol_errors: AtomicU64,
     faults_injected: AtomicU64,
+    short_connections_open: AtomicU64,
+    connections_refused: AtomicU64,
+    accept_errors: AtomicU64,
+    idle_closes: AtomicU64,
+    deadline_closes: AtomicU64,
+    write_timeouts: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -344,7 +538,7 @@ fn bump(counter: &AtomicU64) {
 }
 
 impl Counters {
-    fn snapshot(&self) -> Stats {
+    fn snapshot(&self, budget: &Budget) -> Stats {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         Stats {
             long_connections: get(&self.long_connections),
@@ -360,6 +554,14 @@ impl Counters {
             pushes_sent: get(&self.pushes_sent),
             protocol_errors: get(&self.protocol_errors),
             faults_injected: get(&self.faults_injected),
+            short_connections_open: get(&self.short_connections_open),
+            connections_refused: get(&self.connections_refused),
+            accept_errors: get(&self.accept_errors),
+            idle_closes: get(&self.idle_closes),
+            deadline_closes: get(&self.deadline_closes),
+            write_timeouts: get(&self.write_timeouts),
+            buffered_bytes: budget.used() as u64,
+            peak_buffered_bytes: budget.peak() as u64,
         }
     }
 }
@@ -370,15 +572,30 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(1);
 /// Encoded frames waiting to be written to one long-link connection.
 const PUSH_QUEUE: usize = 256;
 
+/// How often a rate-limited log line may repeat.
+const LOG_PERIOD: Duration = Duration::from_secs(5);
+
+/// One long-link connection's push queue, with the bytes queued in it.
+#[derive(Debug)]
+struct LinkQueue {
+    tx: mpsc::Sender<Bytes>,
+    queued: Arc<AtomicUsize>,
+}
+
 /// State shared by the handle and every connection task.
 #[derive(Debug)]
 struct Shared {
     config: ServerConfig,
     fault: AtomicU8,
     counters: Counters,
+    budget: Budget,
+    admission: Admission,
     /// Push queues of the open long-link connections, by connection number.
-    long_links: Mutex<BTreeMap<u64, mpsc::Sender<Bytes>>>,
+    long_links: Mutex<BTreeMap<u64, LinkQueue>>,
     next_conn: AtomicU64,
+    refusal_log: RateLimitedLog,
+    accept_error_log: RateLimitedLog,
+    push_drop_log: RateLimitedLog,
 }
 
 impl Shared {
@@ -386,7 +603,7 @@ impl Shared {
         Fault::from_u8(self.fault.load(Ordering::Relaxed))
     }
 
-    fn links(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, mpsc::Sender<Bytes>>> {
+    fn links(&self) -> std::sync::MutexGuard<'_, BTreeMap<u64, LinkQueue>> {
         // A panic elsewhere while holding the lock leaves a map that is still
         // consistent (inserts and removes are single operations).
         self.long_links
@@ -404,13 +621,28 @@ impl Shared {
             }
         };
         let mut sent = 0;
-        for (conn, queue) in self.links().iter() {
-            match queue.try_send(wire.clone()) {
-                Ok(()) => {
+        let mut dropped = 0u64;
+        let cap = self.config.max_pending_output;
+        for queue in self.links().values() {
+            let queued = queue.queued.load(Ordering::Relaxed);
+            // Charged before it is queued: the connection releases it when
+            // written, or when it closes with the push still queued.
+            if queued.saturating_add(wire.len()) <= cap {
+                self.budget.force_add(wire.len());
+                queue.queued.fetch_add(wire.len(), Ordering::Relaxed);
+                if queue.tx.try_send(wire.clone()).is_ok() {
                     sent += 1;
                     bump(&self.counters.pushes_sent);
+                    continue;
                 }
-                Err(_) => tracing::warn!(conn, "push dropped: connection not keeping up"),
+                queue.queued.fetch_sub(wire.len(), Ordering::Relaxed);
+                self.budget.release(wire.len());
+            }
+            dropped += 1;
+        }
+        if dropped > 0 {
+            if let Some(earlier) = self.push_drop_log.hit() {
+                tracing::warn!(dropped, earlier, "push dropped: connections not keeping up");
             }
         }
         sent
@@ -429,37 +661,27 @@ impl Server {
     ///
     /// [`ServerError::Bind`] if a listener cannot be bound;
     /// [`ServerError::Config`] if neither link is configured, a CGI path does
-    /// not start with `/`, an HTTP head cap, `push_every` or `idle_timeout`
-    /// is zero.
+    /// not start with `/`, a cap, count, timeout or interval is zero, or
+    /// `buffer_budget` cannot hold the largest frame or request (see its
+    /// docs).
     pub async fn start(config: ServerConfig) -> Result<ServerHandle, ServerError> {
-        if config.long_addr.is_none() && config.short_addr.is_none() {
-            return Err(ServerError::Config(
-                "neither long_addr nor short_addr is set",
-            ));
-        }
-        if config.cgi_paths.iter().any(|p| !p.starts_with('/')) {
-            return Err(ServerError::Config("every CGI path must start with '/'"));
-        }
-        if config.max_http_head == 0 || config.max_http_headers == 0 {
-            return Err(ServerError::Config("HTTP head caps must be positive"));
-        }
-        if config.push_every == Some(Duration::ZERO) {
-            return Err(ServerError::Config("push_every must be positive"));
-        }
-        if config.idle_timeout.is_zero() {
-            return Err(ServerError::Config("idle_timeout must be positive"));
-        }
-        let long = bind(config.long_addr).await?;
-        let short = bind(config.short_addr).await?;
+        config.validate()?;
+        let long = bind(config.long_addr, config.listen_backlog)?;
+        let short = bind(config.short_addr, config.listen_backlog)?;
         let long_addr = long.as_ref().map(|(_, addr)| *addr);
         let short_addr = short.as_ref().map(|(_, addr)| *addr);
 
         let shared = Arc::new(Shared {
             fault: AtomicU8::new(config.fault.to_u8()),
+            budget: Budget::new(config.buffer_budget),
             config,
             counters: Counters::default(),
+            admission: Admission::default(),
             long_links: Mutex::new(BTreeMap::new()),
             next_conn: AtomicU64::new(1),
+            refusal_log: RateLimitedLog::new(LOG_PERIOD),
+            accept_error_log: RateLimitedLog::new(LOG_PERIOD),
+            push_drop_log: RateLimitedLog::new(LOG_PERIOD),
         });
         let (stop_tx, stop_rx) = watch::channel(false);
         let mut tasks = JoinSet::new();
@@ -495,17 +717,19 @@ impl Server {
 }
 
 /// Binds a listener on `addr` (if any) and reads back the bound address.
-async fn bind(addr: Option<SocketAddr>) -> Result<Option<(TcpListener, SocketAddr)>, ServerError> {
+fn bind(
+    addr: Option<SocketAddr>,
+    backlog: u32,
+) -> Result<Option<(TcpListener, SocketAddr)>, ServerError> {
     let Some(addr) = addr else {
         return Ok(None);
     };
-    let bound = async {
-        let listener = TcpListener::bind(addr).await?;
+    let bound = || {
+        let listener = listen::bind(addr, backlog)?;
         let local = listener.local_addr()?;
         Ok::<_, io::Error>((listener, local))
     };
-    bound
-        .await
+    bound()
         .map(Some)
         .map_err(|source| ServerError::Bind { addr, source })
 }
@@ -558,7 +782,7 @@ impl ServerHandle {
 
     /// A snapshot of the counters.
     pub fn stats(&self) -> Stats {
-        self.shared.counters.snapshot()
+        self.shared.counters.snapshot(&self.shared.budget)
     }
 
     /// Stops accepting, closes every connection and waits until all the
@@ -616,25 +840,35 @@ async fn accept_loop(
             _ = stopped(&mut stop) => break,
             accepted = listener.accept() => match accepted {
                 Ok((stream, peer)) => {
+                    let slot = match Slot::admit(&shared, peer.ip()) {
+                        Ok(slot) => slot,
+                        Err(refusal) => {
+                            refuse(&shared, stream, peer, link, refusal);
+                            continue;
+                        }
+                    };
                     let conn = shared.next_conn.fetch_add(1, Ordering::Relaxed);
-                    // Small frames and responses should leave at once.
-                    let _ = stream.set_nodelay(true);
+                    listen::configure(&stream, &shared.config);
                     let (shared, stop) = (shared.clone(), stop.clone());
                     match link {
                         Link::Long => {
                             bump(&shared.counters.long_connections);
-                            conns.spawn(long::serve(stream, peer, conn, shared, stop));
+                            conns.spawn(long::serve(stream, peer, conn, shared, stop, slot));
                         }
                         Link::Short => {
                             bump(&shared.counters.short_connections);
-                            conns.spawn(short::serve(stream, peer, conn, shared, stop));
+                            conns.spawn(short::serve(stream, peer, conn, shared, stop, slot));
                         }
                     }
                 }
                 Err(err) => {
-                    // Out of descriptors and similar: back off instead of spinning.
-                    tracing::warn!(%err, ?link, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    // Out of descriptors and similar: back off instead of
+                    // spinning, and log once a period, not once an attempt.
+                    bump(&shared.counters.accept_errors);
+                    if let Some(earlier) = shared.accept_error_log.hit() {
+                        tracing::warn!(%err, ?link, earlier, "accept failed; backing off");
+                    }
+                    tokio::time::sleep(ACCEPT_BACKOFF).await;
                 }
             },
             Some(done) = conns.join_next(), if !conns.is_empty() => {
@@ -649,6 +883,56 @@ async fn accept_loop(
     drop(listener);
     // Connections see the same stop flag and end on their own.
     while conns.join_next().await.is_some() {}
+}
+
+/// Feeds `chunks` into a buffer as a connection's reads would, taking
+/// messages off it with `take` until it asks for more, then calling
+/// `waiting`; returns the messages and the error that ended the stream.
+/// (Parser tests and fuzz bodies.)
+#[cfg(any(test, feature = "fuzzing"))]
+fn feed_chunks<T, E>(
+    chunks: &[&[u8]],
+    mut take: impl FnMut(&mut BytesMut) -> Result<Option<T>, E>,
+    mut waiting: impl FnMut(&BytesMut),
+) -> (Vec<T>, Option<E>) {
+    let mut buf = BytesMut::new();
+    let mut out = Vec::new();
+    for chunk in chunks {
+        buf.extend_from_slice(chunk);
+        loop {
+            match take(&mut buf) {
+                Ok(Some(message)) => out.push(message),
+                Ok(None) => break,
+                Err(err) => return (out, Some(err)),
+            }
+        }
+        waiting(&buf);
+    }
+    (out, None)
+}
+
+/// Pause after a failed accept (EMFILE, ENFILE, ENOBUFS ...): the
+/// condition lasts until some connection closes.
+const ACCEPT_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Resets a connection over a cap, with a rate-limited log line.
+fn refuse(shared: &Shared, stream: TcpStream, peer: SocketAddr, link: Link, refusal: Refusal) {
+    bump(&shared.counters.connections_refused);
+    listen::reset(stream);
+    if let Some(earlier) = shared.refusal_log.hit() {
+        let config = &shared.config;
+        match refusal {
+            Refusal::Total => tracing::warn!(
+                %peer, ?link, earlier, open = shared.admission.open(),
+                max = config.max_connections,
+                "connection refused: server connection cap reached"
+            ),
+            Refusal::PerIp => tracing::warn!(
+                %peer, ?link, earlier, max = config.max_connections_per_ip,
+                "connection refused: per-IP connection cap reached"
+            ),
+        }
+    }
 }
 
 async fn periodic_push(every: Duration, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
@@ -673,7 +957,9 @@ async fn periodic_push(every: Duration, shared: Arc<Shared>, mut stop: watch::Re
 async fn close_gracefully(stream: &mut TcpStream, stop: &mut watch::Receiver<bool>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = stream.shutdown().await;
-    let mut scratch = [0u8; 4096];
+    // On the heap, only now: a buffer in the future would be reserved for
+    // every connection from its first moment.
+    let mut scratch = vec![0u8; 4096];
     let mut left: usize = 1024 * 1024;
     let drain = async {
         while left > 0 {
@@ -689,17 +975,22 @@ async fn close_gracefully(stream: &mut TcpStream, stop: &mut watch::Receiver<boo
     }
 }
 
-/// Reads and discards until the peer closes or the server stops: how a
-/// connection idles after a fault that answers nothing more.
-async fn discard_until_closed(stream: &mut TcpStream, stop: &mut watch::Receiver<bool>) {
+/// Reads and discards until the peer closes, the server stops or the peer
+/// has sent nothing for `idle`: how a connection idles after a fault that
+/// answers nothing more.
+async fn discard_until_closed(
+    stream: &mut TcpStream,
+    stop: &mut watch::Receiver<bool>,
+    idle: Duration,
+) {
     use tokio::io::AsyncReadExt;
-    let mut scratch = [0u8; 4096];
+    let mut scratch = vec![0u8; 4096];
     loop {
         tokio::select! {
             _ = stopped(stop) => return,
-            read = stream.read(&mut scratch) => match read {
-                Ok(0) | Err(_) => return,
-                Ok(_) => {}
+            read = tokio::time::timeout(idle, stream.read(&mut scratch)) => match read {
+                Ok(Ok(0) | Err(_)) | Err(_) => return,
+                Ok(Ok(_)) => {}
             },
         }
     }

@@ -181,6 +181,23 @@ impl RequestParser {
         std::mem::take(&mut self.continue_pending)
     }
 
+    /// The buffered length the request in progress needs: the whole
+    /// request once its head is parsed, else one more byte (the head's
+    /// length is unknown until its end arrives).
+    pub(crate) fn wanted(&self, buf: &BytesMut) -> usize {
+        match &self.head {
+            Some(head) => head.head_len + head.body_len,
+            None => buf.len() + 1,
+        }
+    }
+
+    /// Whether the head of the request in progress is parsed (its body is
+    /// awaited).
+    #[cfg(feature = "fuzzing")]
+    pub(crate) fn has_head(&self) -> bool {
+        self.head.is_some()
+    }
+
     /// Whether part of a request has been received (so an EOF now is abrupt).
     pub(crate) fn in_request(&self, buf: &BytesMut) -> bool {
         self.head.is_some() || !buf.is_empty()
@@ -220,6 +237,20 @@ fn is_tchar(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
+/// The request-target forms a server meets (RFC 9112 §3.2): origin form
+/// (`/path?q`), absolute form (`scheme://authority/path`, through a proxy)
+/// and asterisk form (`*`); printable ASCII only. Anything else (`8/a`) is
+/// refused rather than routed.
+fn valid_target(target: &str) -> bool {
+    let printable = !target.is_empty() && target.bytes().all(|b| b.is_ascii_graphic());
+    let absolute = target.split_once("://").is_some_and(|(scheme, _)| {
+        let mut bytes = scheme.bytes();
+        bytes.next().is_some_and(|b| b.is_ascii_alphabetic())
+            && bytes.all(|b| b.is_ascii_alphanumeric() || b"+-.".contains(&b))
+    });
+    printable && (target.starts_with('/') || absolute || target == "*")
+}
+
 fn parse_head(raw: &[u8], head_len: usize, limits: &RequestLimits) -> Result<Head, RequestError> {
     let text = std::str::from_utf8(raw).map_err(|_| RequestError::Malformed("non-UTF-8 head"))?;
     let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
@@ -233,7 +264,7 @@ fn parse_head(raw: &[u8], head_len: usize, limits: &RequestLimits) -> Result<Hea
     if method.is_empty() || !method.bytes().all(is_tchar) {
         return Err(RequestError::Malformed("method"));
     }
-    if target.is_empty() || !target.bytes().all(|b| b.is_ascii_graphic()) {
+    if !valid_target(target) {
         return Err(RequestError::Malformed("request target"));
     }
     let version = match version {
@@ -313,19 +344,7 @@ mod tests {
 
     fn parse_all(chunks: &[&[u8]]) -> (Vec<Request>, Option<RequestError>) {
         let mut parser = RequestParser::new(LIMITS);
-        let mut buf = BytesMut::new();
-        let mut out = Vec::new();
-        for chunk in chunks {
-            buf.extend_from_slice(chunk);
-            loop {
-                match parser.parse(&mut buf) {
-                    Ok(Some(r)) => out.push(r),
-                    Ok(None) => break,
-                    Err(e) => return (out, Some(e)),
-                }
-            }
-        }
-        (out, None)
+        crate::server::feed_chunks(chunks, |buf| parser.parse(buf), |_| {})
     }
 
     const POST: &[u8] =
@@ -385,6 +404,8 @@ mod tests {
             (b"POST /a HTTP/2.0\r\n\r\n", 505),
             (b"POST /a\r\n\r\n", 400),
             (b"POST  /a HTTP/1.1\r\n\r\n", 400),
+            (b"POST 8/a HTTP/1.1\r\n\r\n", 400),
+            (b"POST 1://a/b HTTP/1.1\r\n\r\n", 400),
             (b"POST /a HTTP/1.1\r\nNo colon\r\n\r\n", 400),
             (b"POST /a HTTP/1.1\r\nBad Name: x\r\n\r\n", 400),
             (

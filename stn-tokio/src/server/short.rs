@@ -6,18 +6,20 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
+use tokio::time::Instant;
 
+use super::admission::Slot;
+use super::budget::Charge;
+use super::inbuf::InBuf;
 use super::request::{Request, RequestParser};
 use super::{
     bump, close_gracefully, discard_until_closed, hello_response_body, reset_mid_response, stopped,
     Fault, Shared, GARBAGE,
 };
 
-/// Read-buffer headroom reserved before each read.
-const READ_CHUNK: usize = 16 * 1024;
 /// The `Content-Length` sent by [`Fault::OversizeLength`]: 1 TiB.
 const OVERSIZE_CONTENT_LENGTH: u64 = 1 << 40;
 
@@ -27,6 +29,8 @@ enum Next {
     Close,
     /// The peer is gone or the server stops: just drop the socket.
     Drop,
+    /// The peer does not read what is written: reset.
+    WriteStalled,
     /// A fault already decided the socket's fate.
     Fault(FaultEnd),
 }
@@ -43,19 +47,36 @@ pub(super) async fn serve(
     conn: u64,
     shared: Arc<Shared>,
     mut stop: watch::Receiver<bool>,
+    slot: Slot,
 ) {
     tracing::debug!(conn, %peer, "short link open");
+    shared
+        .counters
+        .short_connections_open
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let next = run(&mut stream, conn, &shared, &mut stop).await;
     match next {
         Next::KeepAlive | Next::Drop => {}
+        Next::WriteStalled => {
+            bump(&shared.counters.write_timeouts);
+            tracing::debug!(conn, %peer, "resetting short link: peer not reading");
+            super::listen::reset(stream);
+        }
         Next::Close => close_gracefully(&mut stream, &mut stop).await,
         Next::Fault(FaultEnd::Reset(wire)) => {
             tracing::info!(conn, %peer, "fault: resetting short link mid-response");
             reset_mid_response(stream, &wire).await;
         }
-        Next::Fault(FaultEnd::Silent) => discard_until_closed(&mut stream, &mut stop).await,
+        Next::Fault(FaultEnd::Silent) => {
+            discard_until_closed(&mut stream, &mut stop, shared.config.idle_timeout).await;
+        }
     }
+    shared
+        .counters
+        .short_connections_open
+        .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
     tracing::debug!(conn, %peer, "short link done");
+    drop(slot);
 }
 
 async fn run(
@@ -66,59 +87,70 @@ async fn run(
 ) -> Next {
     let config = &shared.config;
     let mut parser = RequestParser::new(config.request_limits());
-    let mut buf = BytesMut::new();
+    let mut input = InBuf::new(&shared.budget);
     loop {
+        let waiting_since = Instant::now();
+        // When the first byte of the request in progress arrived: from then
+        // the whole head and body must come within the request timeout,
+        // however slowly the bytes trickle in (slowloris).
+        let mut started = (!input.bytes().is_empty()).then_some(waiting_since);
         let request = loop {
-            match parser.parse(&mut buf) {
+            match parser.parse(input.bytes()) {
                 Ok(Some(request)) => break request,
                 Ok(None) => {}
                 Err(err) => {
                     bump(&shared.counters.protocol_errors);
                     bump(&shared.counters.short_error_responses);
                     tracing::warn!(conn, %err, "bad HTTP request");
-                    let status = err.status();
                     let wire = response(
-                        status,
+                        err.status(),
                         err.to_string().as_bytes(),
                         false,
                         config.idle_timeout,
                     );
-                    if stream.write_all(&wire).await.is_err() {
-                        return Next::Drop;
-                    }
-                    return Next::Close;
+                    return finish(stream, shared, &wire, false).await;
                 }
             }
-            if parser.take_continue()
-                && stream
-                    .write_all(b"HTTP/1.1 100 Continue\r\n\r\n")
-                    .await
-                    .is_err()
-            {
-                return Next::Drop;
+            if parser.take_continue() {
+                if let Some(next) = write(stream, shared, b"HTTP/1.1 100 Continue\r\n\r\n").await {
+                    return next;
+                }
             }
-            if buf.capacity() - buf.len() < READ_CHUNK / 4 {
-                buf.reserve(READ_CHUNK);
-            }
+            let deadline = match started {
+                Some(t) => t + config.request_timeout,
+                None => waiting_since + config.idle_timeout,
+            };
+            let want = parser.wanted(input.bytes());
             tokio::select! {
                 _ = stopped(stop) => return Next::Drop,
-                read = tokio::time::timeout(config.idle_timeout, stream.read_buf(&mut buf)) => match read {
-                    Err(_) => {
+                _ = tokio::time::sleep_until(deadline) => {
+                    if started.is_none() {
                         tracing::debug!(conn, "short link idle: closing");
                         return Next::Close;
                     }
-                    Ok(Ok(0)) => {
-                        if parser.in_request(&buf) {
+                    bump(&shared.counters.deadline_closes);
+                    bump(&shared.counters.short_error_responses);
+                    tracing::debug!(conn, "request not complete within the request timeout: closing");
+                    let wire = response(408, b"request timeout", false, config.idle_timeout);
+                    return finish(stream, shared, &wire, false).await;
+                }
+                read = input.read_from(stream, want) => match read {
+                    Ok(0) => {
+                        if parser.in_request(input.bytes()) {
                             tracing::debug!(conn, "peer closed mid-request");
                         }
                         return Next::Drop;
                     }
-                    Ok(Err(_)) => return Next::Drop,
-                    Ok(Ok(_)) => {}
+                    Err(_) => return Next::Drop,
+                    Ok(_) => {
+                        started.get_or_insert_with(Instant::now);
+                    }
                 },
             }
         };
-        match respond(stream, conn, shared, stop, request).await {
+        let next = respond(stream, conn, shared, stop, request).await;
+        input.compact();
+        match next {
             Next::KeepAlive => {}
             other => return other,
         }
@@ -153,7 +185,7 @@ async fn respond(
         bump(&counters.short_error_responses);
         tracing::debug!(conn, status, method = %request.method, target = %request.target, "short link error response");
         let wire = response(status, &[], keep_alive, config.idle_timeout);
-        return finish(stream, &wire, keep_alive).await;
+        return finish(stream, shared, &wire, keep_alive).await;
     }
 
     if !config.delay.is_zero() {
@@ -166,8 +198,9 @@ async fn respond(
     match fault {
         Fault::None | Fault::NeverRespond => {
             let wire = response(200, &body, keep_alive, config.idle_timeout);
-            let next = finish(stream, &wire, keep_alive).await;
-            if !matches!(next, Next::Drop) {
+            drop(body);
+            let next = finish(stream, shared, &wire, keep_alive).await;
+            if matches!(next, Next::KeepAlive | Next::Close) {
                 bump(&counters.short_requests_served);
             }
             next
@@ -180,8 +213,10 @@ async fn respond(
         Fault::Garbage => {
             bump(&counters.faults_injected);
             tracing::info!(conn, "fault: sending garbage");
-            let _ = stream.write_all(GARBAGE).await;
-            Next::Fault(FaultEnd::Silent)
+            match write(stream, shared, GARBAGE).await {
+                Some(next) => next,
+                None => Next::Fault(FaultEnd::Silent),
+            }
         }
         Fault::OversizeLength => {
             bump(&counters.faults_injected);
@@ -189,15 +224,18 @@ async fn respond(
             let head = format!(
                 "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Length: {OVERSIZE_CONTENT_LENGTH}\r\n\r\n"
             );
-            let _ = stream.write_all(head.as_bytes()).await;
-            Next::Fault(FaultEnd::Silent)
+            match write(stream, shared, head.as_bytes()).await {
+                Some(next) => next,
+                None => Next::Fault(FaultEnd::Silent),
+            }
         }
     }
 }
 
-async fn finish(stream: &mut TcpStream, wire: &[u8], keep_alive: bool) -> Next {
-    if stream.write_all(wire).await.is_err() {
-        return Next::Drop;
+/// Writes a response, then says whether the connection stays open.
+async fn finish(stream: &mut TcpStream, shared: &Shared, wire: &[u8], keep_alive: bool) -> Next {
+    if let Some(next) = write(stream, shared, wire).await {
+        return next;
     }
     if keep_alive {
         Next::KeepAlive
@@ -206,11 +244,24 @@ async fn finish(stream: &mut TcpStream, wire: &[u8], keep_alive: bool) -> Next {
     }
 }
 
+/// Writes all of `wire` within the write timeout, charging it to the byte
+/// budget meanwhile. `Some`: the connection cannot go on.
+async fn write(stream: &mut TcpStream, shared: &Shared, wire: &[u8]) -> Option<Next> {
+    let mut charge = Charge::new(&shared.budget);
+    charge.force_add(wire.len());
+    match tokio::time::timeout(shared.config.write_timeout, stream.write_all(wire)).await {
+        Ok(Ok(())) => None,
+        Ok(Err(_)) => Some(Next::Drop),
+        Err(_) => Some(Next::WriteStalled),
+    }
+}
+
 fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
         400 => "Bad Request",
         404 => "Not Found",
+        408 => "Request Timeout",
         405 => "Method Not Allowed",
         411 => "Length Required",
         413 => "Content Too Large",

@@ -1,0 +1,96 @@
+//! A connection's read buffer: allocated only when the socket is readable,
+//! grown toward the size the message in progress needs, charged to the
+//! server's [`Budget`] byte for byte, and freed when empty.
+
+use std::io;
+
+use bytes::BytesMut;
+use tokio::net::TcpStream;
+
+use super::budget::{Budget, Charge};
+
+/// The first allocation for a message of unknown size (an HTTP head, a
+/// long-link header): enough for an ordinary request in one read.
+const FIRST_CHUNK: usize = 4 * 1024;
+
+/// See the module docs.
+#[derive(Debug)]
+pub(super) struct InBuf<'a> {
+    buf: BytesMut,
+    charge: Charge<'a>,
+}
+
+impl<'a> InBuf<'a> {
+    pub(super) fn new(budget: &'a Budget) -> Self {
+        InBuf {
+            buf: BytesMut::new(),
+            charge: Charge::new(budget),
+        }
+    }
+
+    /// The bytes received and not yet taken.
+    pub(super) fn bytes(&mut self) -> &mut BytesMut {
+        &mut self.buf
+    }
+
+    /// Waits until `stream` has data, makes room (waiting for the budget if
+    /// it is full) and reads once. `want` is the total buffered length the
+    /// message in progress needs, if known; growth is geometric toward it,
+    /// so a peer must send about half of what is allocated for it.
+    ///
+    /// Returns the bytes read; 0 means the peer closed its side. Cancel safe:
+    /// no data is lost if the future is dropped.
+    pub(super) async fn read_from(&mut self, stream: &TcpStream, want: usize) -> io::Result<usize> {
+        loop {
+            stream.readable().await?;
+            while self.buf.len() == self.buf.capacity() {
+                if self.grow(want) {
+                    break;
+                }
+                self.charge.budget_wait().await;
+            }
+            match stream.try_read_buf(&mut self.buf) {
+                Ok(n) => return Ok(n),
+                Err(err) if err.kind() == io::ErrorKind::WouldBlock => continue,
+                Err(err) => return Err(err),
+            }
+        }
+    }
+
+    /// Reallocates with more room, if the budget allows. Copies what is
+    /// buffered: an exact allocation keeps the charge equal to the memory.
+    fn grow(&mut self, want: usize) -> bool {
+        let len = self.buf.len();
+        let doubled = self.buf.capacity().saturating_mul(2).max(len + FIRST_CHUNK);
+        let new_cap = want.max(len + 1).min(doubled);
+        if !self.charge.try_set(new_cap) {
+            return false;
+        }
+        let mut grown = BytesMut::with_capacity(new_cap);
+        grown.extend_from_slice(&self.buf);
+        self.buf = grown;
+        self.recharge();
+        true
+    }
+
+    /// Makes the charge the buffer's capacity (the allocator may give more
+    /// than asked; shrinking always succeeds).
+    fn recharge(&mut self) {
+        let cap = self.buf.capacity();
+        if !self.charge.try_set(cap) {
+            self.charge.force_add(cap - self.charge.held());
+        }
+    }
+
+    /// After messages were taken off the front: frees the buffer when empty,
+    /// or moves the rest into an exact allocation (the old one stays alive
+    /// while taken messages borrow it, so the charge would undercount).
+    pub(super) fn compact(&mut self) {
+        if self.buf.is_empty() {
+            self.buf = BytesMut::new();
+        } else if self.buf.len() < self.buf.capacity() {
+            self.buf = BytesMut::from(&self.buf[..]);
+        }
+        self.recharge();
+    }
+}
