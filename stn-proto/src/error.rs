@@ -244,6 +244,10 @@ pub enum ProtocolError {
     /// The HTTP head exceeded its size cap.
     #[error("HTTP head exceeds the size limit")]
     HeadTooLarge,
+    /// The interim (1xx) responses before the final one exceeded the head
+    /// size cap together.
+    #[error("interim (1xx) HTTP responses exceed the head size limit")]
+    InterimTooLarge,
     /// The HTTP body exceeded its size cap.
     #[error("HTTP body exceeds the size limit")]
     BodyTooLarge,
@@ -387,7 +391,7 @@ impl Error {
     /// | `Timeout(Connect)` | `(4, -10087 MakeSocketPrepared)` |
     /// | `Http { status }` | `(5, status)` |
     /// | `Protocol(BadStatusLine)` | `(5, -10195 ParseStatusLine)` |
-    /// | `Protocol(BadHeader / HeadTooLarge / BodyTooLarge / BadChunk)` | `(5, -10194 SplitHttpHeadAndBody)` |
+    /// | `Protocol(BadHeader / HeadTooLarge / InterimTooLarge / BodyTooLarge / BadChunk)` | `(5, -10194 SplitHttpHeadAndBody)` |
     /// | `Protocol(BadFrameHeader / VersionMismatch / FrameTooLarge / Other)` | `(kEctNetMsgXP 6, -10504 HandleBufferErr)` |
     /// | `Protocol(UnexpectedEof)` | `(4, -10090 Shutdown)` (Mars: EOF before the parser finished) |
     /// | `Decode` | `(kEctEnDecode 7, 0)` (Mars passes the app's own code, 0 unless set) |
@@ -433,6 +437,7 @@ impl Error {
                 ProtocolError::BadStatusLine => (ECT_HTTP, HTTP_PARSE_STATUS_LINE),
                 ProtocolError::BadHeader
                 | ProtocolError::HeadTooLarge
+                | ProtocolError::InterimTooLarge
                 | ProtocolError::BodyTooLarge
                 | ProtocolError::BadChunk => (ECT_HTTP, HTTP_SPLIT_HEAD_AND_BODY),
                 ProtocolError::BadFrameHeader

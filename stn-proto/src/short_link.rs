@@ -898,6 +898,7 @@ fn http_error(e: HttpError) -> Error {
         | HttpError::TooManyHeaders { .. }
         | HttpError::BadContentLength => ProtocolError::BadHeader,
         HttpError::HeadTooLarge { .. } => ProtocolError::HeadTooLarge,
+        HttpError::InterimTooLarge { .. } => ProtocolError::InterimTooLarge,
         HttpError::BodyTooLarge { .. } => ProtocolError::BodyTooLarge,
         HttpError::BadChunk(_) => ProtocolError::BadChunk,
         HttpError::UnexpectedEof => return Error::Socket(SocketError::ClosedByPeer),

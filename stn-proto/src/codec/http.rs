@@ -164,10 +164,16 @@ pub enum HttpError {
     /// A header line is malformed, or the framing headers are unusable.
     #[error("malformed HTTP header: {0}")]
     BadHeader(&'static str),
-    /// The head (or the interim 1xx heads before it together, or a chunked
-    /// body's trailer section) exceeded its limit.
-    #[error("HTTP head (or its interim 1xx responses, or a trailer) larger than {limit} bytes")]
+    /// The head (or a chunked body's trailer section) exceeded its limit.
+    #[error("HTTP head larger than {limit} bytes")]
     HeadTooLarge {
+        /// [`HttpLimits::max_head_len`].
+        limit: usize,
+    },
+    /// The interim (1xx) responses before the final one exceeded, together,
+    /// the head limit (a server that keeps sending `100 Continue`).
+    #[error("interim (1xx) HTTP responses larger than {limit} bytes together")]
+    InterimTooLarge {
         /// [`HttpLimits::max_head_len`].
         limit: usize,
     },

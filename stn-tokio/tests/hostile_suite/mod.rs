@@ -517,7 +517,7 @@ async fn long_error<H: Harness>(behave: fn(&mut Peer)) -> (ProtoError, Snapshot)
 
 /// Endless `100 Continue`: the interim heads are capped like one head.
 pub(crate) async fn interim_flood_ends<H: Harness>() {
-    short_tasks_end_with::<H>("1xx flood", interim_flood, ProtocolError::HeadTooLarge).await;
+    short_tasks_end_with::<H>("1xx flood", interim_flood, ProtocolError::InterimTooLarge).await;
 }
 
 /// An endless chunked body ends at the body cap.

@@ -36,7 +36,7 @@ pub enum Progress {
 /// lines ended by CRLF or a bare LF (RFC 9112 §2.2); interim 1xx responses
 /// (skipped, except 101 which is final and bodyless; all of a response's
 /// interim heads together at most `max_head_len` bytes, else
-/// [`HttpError::HeadTooLarge`]); bodies framed by
+/// [`HttpError::InterimTooLarge`]); bodies framed by
 /// `Content-Length` or `Transfer-Encoding: chunked` (chunk extensions ignored,
 /// trailers consumed and discarded); 204 and 304 bodies are empty.
 ///
@@ -444,7 +444,7 @@ impl ResponseParser {
             // keep a task reading `100 Continue` forever.
             self.interim_len = self.interim_len.saturating_add(self.head_len);
             if self.interim_len > self.limits.max_head_len {
-                return Err(HttpError::HeadTooLarge {
+                return Err(HttpError::InterimTooLarge {
                     limit: self.limits.max_head_len,
                 });
             }

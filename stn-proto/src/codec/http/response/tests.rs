@@ -258,19 +258,19 @@ fn an_interim_flood_fails_once_its_heads_exceed_one_head() {
     let flood = interim.repeat(11);
     assert_eq!(
         run_chunks(lim, &[&flood]),
-        Err(HttpError::HeadTooLarge { limit: 256 })
+        Err(HttpError::InterimTooLarge { limit: 256 })
     );
     let pieces: Vec<&[u8]> = flood.chunks(7).collect();
     assert_eq!(
         run_chunks(lim, &pieces),
-        Err(HttpError::HeadTooLarge { limit: 256 })
+        Err(HttpError::InterimTooLarge { limit: 256 })
     );
     // An endless flood is rejected within the limit, without buffering it.
     let mut p = ResponseParser::new(lim);
     let endless = interim.repeat(40_000); // ~1 MiB
     assert_eq!(
         p.feed(&endless),
-        Err(HttpError::HeadTooLarge { limit: 256 })
+        Err(HttpError::InterimTooLarge { limit: 256 })
     );
     assert!(p.buffered_len() <= lim.max_head_len);
     assert_eq!(p.interim_responses(), 10);
