@@ -11,21 +11,4 @@
 #[path = "../../stn-proto/tests/replay/mod.rs"]
 mod replay;
 
-use stn_tokio::server::fuzzing::TARGETS;
-
-#[test]
-fn replay_committed_corpus() {
-    replay::replay_committed_corpus(TARGETS);
-}
-
-#[test]
-fn committed_seeds_are_current() {
-    replay::committed_seeds_are_current(TARGETS);
-}
-
-/// Writes every target's seeds into its corpus folder (run on demand).
-#[test]
-#[ignore = "writes files; run with STN_WRITE_SEEDS=1 to regenerate the seed corpus"]
-fn write_seed_corpus() {
-    replay::write_seed_corpus(TARGETS);
-}
+replay::corpus_tests!(stn_tokio::server::fuzzing::TARGETS);

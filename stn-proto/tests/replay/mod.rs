@@ -1,8 +1,8 @@
 //! The replay of the committed fuzz corpus (`fuzz/corpus/<target>/*`) on
-//! stable Rust, shared by stn-proto's and stn-sim's `tests/fuzz_replay.rs`
-//! (stn-sim includes this file with `#[path]`). Both crates sit one level
+//! stable Rust, shared by the `tests/fuzz_replay.rs` of stn-proto, stn-sim and stn-tokio
+//! (the others include this file with `#[path]`). Each crate sits one level
 //! below the workspace root, so `CARGO_MANIFEST_DIR/../fuzz/corpus` is the
-//! corpus for either.
+//! corpus for each.
 
 use std::path::{Path, PathBuf};
 
@@ -77,3 +77,28 @@ pub(crate) fn write_seed_corpus(targets: &[Target]) {
         }
     }
 }
+
+/// The corpus tests of a crate's `tests/fuzz_replay.rs`, over `$targets`:
+/// replay every committed input, check the committed seeds are current, and
+/// (ignored, on demand) write the seeds.
+macro_rules! corpus_tests {
+    ($targets:expr) => {
+        #[test]
+        fn replay_committed_corpus() {
+            crate::replay::replay_committed_corpus($targets);
+        }
+
+        #[test]
+        fn committed_seeds_are_current() {
+            crate::replay::committed_seeds_are_current($targets);
+        }
+
+        /// Writes every target's seeds into its corpus folder (run on demand).
+        #[test]
+        #[ignore = "writes files; run with STN_WRITE_SEEDS=1 to regenerate the seed corpus"]
+        fn write_seed_corpus() {
+            crate::replay::write_seed_corpus($targets);
+        }
+    };
+}
+pub(crate) use corpus_tests;
