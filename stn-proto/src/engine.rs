@@ -239,21 +239,45 @@ pub const KARN_SYN_RTO: Duration = Duration::from_secs(1);
 /// Most host names whose resolve answers are remembered.
 const MAX_DNS_ENTRIES: usize = 64;
 
-/// Where a task stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
+/// Where a task stands. Each stage holds what only it has; an attempt is
+/// started by [`Engine::begin_attempt`] and ended by [`Engine::end_attempt`],
+/// nowhere else.
+#[derive(Clone, Debug)]
+enum Stage {
     /// In the queue, waiting for its turn (or its retry time, the network,
-    /// authentication, the long link, a resolve answer).
+    /// authentication, the long link, a resolve answer); the queue holds its
+    /// order and not-before time.
     Queued,
-    /// An attempt is running on the short link.
-    Short,
-    /// An attempt is running on the long link.
-    Long,
-    /// Failed and parked until a sign of connectivity (Mars zombie).
-    Zombie,
+    /// An attempt is running.
+    Running(Attempt),
     /// A response arrived and waits for the app's [`Verdict`]
     /// ([`Task::judge`]); no connection is held for it.
-    Judging,
+    Judging(Box<Pending>),
+    /// Failed and parked until a sign of connectivity (Mars zombie).
+    Parked,
+}
+
+/// The link an attempt runs on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Link {
+    Short,
+    Long,
+}
+
+impl Link {
+    fn channel(self) -> Channel {
+        match self {
+            Link::Short => Channel::Short,
+            Link::Long => Channel::Long,
+        }
+    }
+}
+
+/// A running attempt.
+#[derive(Clone, Copy, Debug)]
+struct Attempt {
+    link: Link,
+    started: Instant,
 }
 
 /// A response held until the app judges it.
@@ -278,14 +302,29 @@ struct Entry {
     budget_end: Option<Instant>,
     retries_left: u8,
     attempts: u32,
-    state: State,
-    /// Start of the running attempt.
-    attempt_started: Instant,
+    stage: Stage,
     last_error: Option<Error>,
-    /// The response awaiting a verdict (state [`State::Judging`]).
-    pending: Option<Box<Pending>>,
     /// The once-per-task free retry after a session timeout is used.
     session_retry_used: bool,
+}
+
+impl Entry {
+    /// The running attempt on `link`, if that is where the task stands.
+    fn running_on(&self, link: Link) -> Option<Attempt> {
+        match self.stage {
+            Stage::Running(a) if a.link == link => Some(a),
+            _ => None,
+        }
+    }
+
+    /// The link of the attempt in flight or awaiting a verdict.
+    fn busy_channel(&self) -> Option<Channel> {
+        match &self.stage {
+            Stage::Running(a) => Some(a.link.channel()),
+            Stage::Judging(p) => Some(p.report.channel),
+            Stage::Queued | Stage::Parked => None,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default)]
@@ -293,6 +332,15 @@ struct HostDns {
     addrs: Vec<IpAddr>,
     answered_at: Option<Instant>,
     pending_until: Option<Instant>,
+}
+
+/// What [`Engine::stop_attempt`] stopped.
+#[derive(Debug)]
+enum Stopped {
+    /// A running attempt.
+    Running(Attempt),
+    /// A response held for the app's verdict.
+    Judged(Box<Pending>),
 }
 
 /// How [`Engine::retry_or_end`] treats a failed attempt.
@@ -533,10 +581,8 @@ impl Engine {
             deadline,
             budget_end,
             attempts: 0,
-            state: State::Queued,
-            attempt_started: now,
+            stage: Stage::Queued,
             last_error: None,
-            pending: None,
             session_retry_used: false,
         };
         self.tasks.insert(id, entry);
@@ -594,18 +640,15 @@ impl Engine {
         let running: Vec<TaskId> = self
             .tasks
             .iter()
-            .filter(|(_, e)| e.state == State::Short)
+            .filter(|(_, e)| e.running_on(Link::Short).is_some())
             .map(|(id, _)| *id)
             .collect();
         for id in running {
-            self.stop_attempt(now, id);
-            self.attempt_failed(
-                now,
-                id,
-                LocalError::Interrupted.into(),
-                Channel::Short,
-                None,
-            );
+            if let Some(Stopped::Running(attempt)) = self.stop_attempt(now, id) {
+                let error = LocalError::Interrupted.into();
+                let report = self.bare_report(id, attempt, now, &error);
+                self.attempt_failed(now, id, error, Channel::Short, report);
+            }
         }
         if let Some(long) = self.long.as_mut() {
             long.on_network_change(now);
@@ -852,57 +895,78 @@ impl Engine {
 
     /// Stops the running attempt of `id` (if any) and reports it as ended by `error`.
     fn stop_with_report(&mut self, now: Instant, id: TaskId, error: Error) {
-        let running = self.tasks.get_mut(&id).and_then(|e| match e.state {
-            State::Short => Some(Channel::Short),
-            State::Long => Some(Channel::Long),
-            State::Judging => {
-                // The attempt's own report, now with how it ended.
-                if let Some(mut p) = e.pending.take() {
-                    p.report.ended = now;
-                    p.report.error = Some(error.clone());
-                    self.actions.push_back(Action::Report(p.report));
-                }
-                None
+        let stopped = self.stop_attempt(now, id);
+        let report = match stopped {
+            Some(Stopped::Running(attempt)) => self.bare_report(id, attempt, now, &error),
+            // The attempt's own report, now with how it ended.
+            Some(Stopped::Judged(mut p)) => {
+                p.report.ended = now;
+                p.report.error = Some(error);
+                Some(p.report)
             }
-            State::Queued | State::Zombie => None,
-        });
-        self.stop_attempt(now, id);
-        if let (Some(channel), Some(e)) = (running, self.tasks.get(&id)) {
-            let r = self.bare_report(id, e, channel, now, error);
+            None => None,
+        };
+        if let Some(r) = report {
             self.actions.push_back(Action::Report(r));
         }
     }
 
-    /// Stops whatever attempt `id` has running, without deciding its fate.
-    fn stop_attempt(&mut self, now: Instant, id: TaskId) {
-        let Some(state) = self.tasks.get(&id).map(|e| e.state) else {
-            return;
+    /// Stops whatever attempt `id` has running (or the response it holds
+    /// for a verdict), without deciding its fate; the task is left queued
+    /// (out of the queue) unless it is parked.
+    fn stop_attempt(&mut self, now: Instant, id: TaskId) -> Option<Stopped> {
+        let stage = self.tasks.get(&id).map(|e| &e.stage)?;
+        let stopped = match stage {
+            Stage::Running(_) => self.end_attempt(id).map(Stopped::Running),
+            Stage::Judging(_) => self.take_judged(id).map(Stopped::Judged),
+            Stage::Queued | Stage::Parked => None,
         };
-        match state {
-            State::Short => {
-                self.end_hedging(now, id);
-                if let Some(ex) = self.short.remove(&id) {
-                    self.cancel_exchange(now, id, *ex);
+        if let Some(Stopped::Running(attempt)) = stopped {
+            match attempt.link {
+                Link::Short => {
+                    self.end_hedging(now, id);
+                    if let Some(ex) = self.short.remove(&id) {
+                        self.cancel_exchange(now, id, *ex);
+                    }
+                    // Safety net: nothing of this attempt stays open.
+                    self.close_short_conns(id);
                 }
-                // Safety net: nothing of this attempt stays open.
-                self.close_short_conns(id);
-            }
-            State::Long => {
-                if let Some(long) = self.long.as_mut() {
-                    long.cancel_task(now, id);
+                Link::Long => {
+                    if let Some(long) = self.long.as_mut() {
+                        long.cancel_task(now, id);
+                    }
                 }
             }
-            State::Queued | State::Zombie | State::Judging => {}
-        }
-        if let Some(e) = self.tasks.get_mut(&id) {
-            e.state = State::Queued;
-            e.pending = None;
         }
         self.queue.remove(id);
         self.refresh_attempt_timers(id);
+        stopped
     }
 
-    /// An attempt failed: retry if the error and the budget allow, else end.
+    /// Starts an attempt of `id` on `link`: the one place an attempt begins.
+    fn begin_attempt(&mut self, now: Instant, id: TaskId, link: Link) {
+        if let Some(e) = self.tasks.get_mut(&id) {
+            e.stage = Stage::Running(Attempt { link, started: now });
+            e.attempts += 1;
+            self.queue.remove(id);
+        }
+        self.last_task_start = now;
+    }
+
+    /// Ends the running attempt of `id`, if it has one: the one place an
+    /// attempt ends. The task is left queued, out of the queue, for the
+    /// caller to decide its fate.
+    fn end_attempt(&mut self, id: TaskId) -> Option<Attempt> {
+        let e = self.tasks.get_mut(&id)?;
+        let Stage::Running(attempt) = e.stage else {
+            return None;
+        };
+        e.stage = Stage::Queued;
+        Some(attempt)
+    }
+
+    /// An attempt failed (and has ended): report it, then retry if the error
+    /// and the budget allow, else end.
     fn attempt_failed(
         &mut self,
         now: Instant,
@@ -911,28 +975,11 @@ impl Engine {
         channel: Channel,
         report: Option<Report>,
     ) {
-        let Some(entry) = self.tasks.get_mut(&id) else {
+        if !self.tasks.contains_key(&id) {
             return;
-        };
-        entry.state = State::Queued;
+        }
         if let Some(r) = report {
             self.actions.push_back(Action::Report(r));
-        } else if entry.attempts > 0 {
-            self.actions.push_back(Action::Report(Report {
-                task: id,
-                attempt: entry.attempts,
-                channel,
-                started: entry.attempt_started,
-                ended: now,
-                endpoint: None,
-                connect_time: None,
-                first_packet_after: None,
-                connect_attempts: 0,
-                bytes_sent: 0,
-                bytes_received: 0,
-                hedges: 0,
-                error: Some(error.clone()),
-            }));
         }
         let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
         let free = interrupted && self.config.free_retry_on_network_change;
@@ -956,7 +1003,6 @@ impl Engine {
         let Some(entry) = self.tasks.get_mut(&id) else {
             return;
         };
-        entry.state = State::Queued;
         let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
         entry.last_error = Some(error.clone());
         if shutting(&error) || self.shut_down {
@@ -994,7 +1040,7 @@ impl Engine {
         ) && !matches!(error, Error::Local(LocalError::InvalidTask(_)));
         self.queue.remove(id);
         if parkable && entry.budget_end.is_some_and(|b| b > now) {
-            entry.state = State::Zombie;
+            entry.stage = Stage::Parked;
             entry.last_error = Some(error);
             let budget_end = entry.budget_end;
             self.deadlines.set(id, None);
@@ -1032,7 +1078,7 @@ impl Engine {
         let budget = e.budget_end.unwrap_or(now);
         e.deadline = (now + fresh).min(budget);
         e.retries_left = 0;
-        e.state = State::Queued;
+        e.stage = Stage::Queued;
         let (order, class, needs_auth, deadline) =
             (e.order, e.class, e.task.need_authed, e.deadline);
         self.zombies.unpark(id);
@@ -1088,16 +1134,16 @@ impl Engine {
         due.extend(self.zombies.restart_due(now, self.last_task_start, idle));
         due.sort_unstable();
         due.dedup();
-        let due: Vec<(TaskId, State, bool)> = due
+        let due: Vec<(TaskId, bool, bool)> = due
             .into_iter()
             .filter_map(|id| {
                 let e = self.tasks.get(&id)?;
                 let expired = e.budget_end.is_some_and(|b| b <= now);
-                Some((id, e.state, expired))
+                Some((id, matches!(e.stage, Stage::Parked), expired))
             })
             .collect();
-        for (id, state, expired) in due {
-            if state == State::Zombie {
+        for (id, parked, expired) in due {
+            if parked {
                 if expired {
                     self.finish(id, Err(TimeoutKind::Task.into()));
                 } else {
@@ -1111,19 +1157,21 @@ impl Engine {
         self.dispatch(now);
     }
 
+    /// The report of an attempt that ended before its exchange could say
+    /// more (stopped, interrupted, out of time).
     fn bare_report(
         &self,
         id: TaskId,
-        e: &Entry,
-        channel: Channel,
+        attempt: Attempt,
         now: Instant,
-        error: Error,
-    ) -> Report {
-        Report {
+        error: &Error,
+    ) -> Option<Report> {
+        let e = self.tasks.get(&id)?;
+        Some(Report {
             task: id,
             attempt: e.attempts,
-            channel,
-            started: e.attempt_started,
+            channel: attempt.link.channel(),
+            started: attempt.started,
             ended: now,
             endpoint: None,
             connect_time: None,
@@ -1132,8 +1180,8 @@ impl Engine {
             bytes_sent: 0,
             bytes_received: 0,
             hedges: 0,
-            error: Some(error),
-        }
+            error: Some(error.clone()),
+        })
     }
 
     /// Starts every queued task that may start, in queue order. Loops until
@@ -1182,7 +1230,7 @@ impl Engine {
                 self.queue.remove(id);
                 continue;
             };
-            if e.state != State::Queued {
+            if !matches!(e.stage, Stage::Queued) {
                 continue;
             }
             let channel = match class {

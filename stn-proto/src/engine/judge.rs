@@ -17,7 +17,6 @@ impl Engine {
             self.finish(id, Ok(response));
             return;
         }
-        e.state = State::Judging;
         let request = JudgeRequest {
             id,
             attempt: e.attempts,
@@ -25,7 +24,7 @@ impl Engine {
             user_tag: e.task.user_tag,
             response: response.clone(),
         };
-        e.pending = Some(Box::new(Pending { response, report }));
+        e.stage = Stage::Judging(Box::new(Pending { response, report }));
         self.actions.push_back(Action::Judge(request));
     }
 
@@ -40,25 +39,13 @@ impl Engine {
         if self.shut_down {
             return false;
         }
-        let Some(e) = self
-            .tasks
-            .get_mut(&id)
-            .filter(|e| e.state == State::Judging)
-        else {
-            return false;
-        };
         let Some(Pending {
             response,
             mut report,
-        }) = e.pending.take().map(|p| *p)
+        }) = self.take_judged(id).map(|p| *p)
         else {
-            // Judging always holds a response; settle as if it were lost.
-            e.state = State::Queued;
-            self.end_failed(now, id, Error::Decode);
-            self.run(now);
-            return true;
+            return false;
         };
-        e.state = State::Queued;
         let channel = report.channel;
         report.ended = now;
         if verdict == Verdict::Accept {
@@ -113,6 +100,19 @@ impl Engine {
         true
     }
 
+    /// Takes the response `id` holds for a verdict, leaving it queued (out
+    /// of the queue); `None` if it holds none.
+    pub(super) fn take_judged(&mut self, id: TaskId) -> Option<Box<Pending>> {
+        let e = self.tasks.get_mut(&id)?;
+        match std::mem::replace(&mut e.stage, Stage::Queued) {
+            Stage::Judging(p) => Some(p),
+            other => {
+                e.stage = other;
+                None
+            }
+        }
+    }
+
     /// Stops every task (but `source`) with an attempt in flight or a
     /// response awaiting a verdict — only `need_authed` ones if
     /// `authed_only` — and retries it (using one of its retries) or ends it
@@ -129,12 +129,7 @@ impl Engine {
             .tasks
             .iter()
             .filter(|(id, e)| **id != source && (!authed_only || e.task.need_authed))
-            .filter_map(|(id, e)| match e.state {
-                State::Short => Some((*id, Channel::Short)),
-                State::Long => Some((*id, Channel::Long)),
-                State::Judging => e.pending.as_ref().map(|p| (*id, p.report.channel)),
-                State::Queued | State::Zombie => None,
-            })
+            .filter_map(|(id, e)| Some((*id, e.busy_channel()?)))
             .collect();
         let mut on_long = false;
         for (id, channel) in hit {

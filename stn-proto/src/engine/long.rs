@@ -42,13 +42,7 @@ impl Engine {
         };
         match long.send_task(now, id, cmd_id, body, timeouts, Some(deadline), send_only) {
             Ok(()) => {
-                if let Some(e) = self.tasks.get_mut(&id) {
-                    e.state = State::Long;
-                    e.attempts += 1;
-                    e.attempt_started = now;
-                    self.queue.remove(id);
-                }
-                self.last_task_start = now;
+                self.begin_attempt(now, id, Link::Long);
                 self.pump_long(now);
                 true
             }
@@ -130,21 +124,23 @@ impl Engine {
                     self.record_endpoint(now, r.addr, r.ok);
                 }
                 LongLinkEvent::TaskSent { task } => {
-                    let report = self.long_report(task, now, None, None, 0, None);
-                    if let Some(e) = self.tasks.get(&task).filter(|e| e.state == State::Long) {
-                        let cmd_id = e.task.cmd_id;
-                        if let Some(r) = report {
-                            self.actions.push_back(Action::Report(r));
-                        }
-                        self.finish(
-                            task,
-                            Ok(Response {
-                                body: Bytes::new(),
-                                status: None,
-                                cmd_id,
-                            }),
-                        );
+                    let Some((attempt, e)) = self.long_attempt(task) else {
+                        continue;
+                    };
+                    let cmd_id = e.task.cmd_id;
+                    let report = self.long_report(task, attempt, now, None, 0, None);
+                    self.end_attempt(task);
+                    if let Some(r) = report {
+                        self.actions.push_back(Action::Report(r));
                     }
+                    self.finish(
+                        task,
+                        Ok(Response {
+                            body: Bytes::new(),
+                            status: None,
+                            cmd_id,
+                        }),
+                    );
                 }
                 LongLinkEvent::TaskResponse {
                     task,
@@ -153,11 +149,11 @@ impl Engine {
                     first_packet_after,
                     bytes_received,
                 } => {
-                    let Some(e) = self.tasks.get(&task).filter(|e| e.state == State::Long) else {
+                    let Some((attempt, e)) = self.long_attempt(task) else {
                         continue;
                     };
                     let send_len = e.task.body.len();
-                    let cost = now - e.attempt_started;
+                    let cost = now - attempt.started;
                     if let Some(fp) = first_packet_after {
                         self.timeouts.on_first_packet(fp, send_len);
                     }
@@ -169,23 +165,28 @@ impl Engine {
                         status: None,
                         cmd_id,
                     };
-                    if let Some(r) =
-                        self.long_report(task, now, first_packet_after, None, bytes_received, None)
-                    {
+                    let report = self.long_report(
+                        task,
+                        attempt,
+                        now,
+                        first_packet_after,
+                        bytes_received,
+                        None,
+                    );
+                    self.end_attempt(task);
+                    if let Some(r) = report {
                         self.respond(task, response, r);
                     }
                     self.replay_zombies(now);
                 }
                 LongLinkEvent::TaskFailed { task, error } => {
-                    if self.tasks.get(&task).is_none_or(|e| e.state != State::Long) {
+                    let Some((attempt, _)) = self.long_attempt(task) else {
                         continue;
-                    }
+                    };
                     self.note_failure(now, &error);
-                    let report = self.long_report(task, now, None, None, 0, Some(error.clone()));
+                    let report = self.long_report(task, attempt, now, None, 0, Some(error.clone()));
+                    self.end_attempt(task);
                     if error == Error::Timeout(TimeoutKind::Task) {
-                        if let Some(e) = self.tasks.get_mut(&task) {
-                            e.state = State::Queued;
-                        }
                         if let Some(r) = report {
                             self.actions.push_back(Action::Report(r));
                         }
@@ -206,12 +207,18 @@ impl Engine {
         }
     }
 
+    /// The task's running long-link attempt, with its entry.
+    fn long_attempt(&self, task: TaskId) -> Option<(Attempt, &Entry)> {
+        let e = self.tasks.get(&task)?;
+        Some((e.running_on(Link::Long)?, e))
+    }
+
     pub(super) fn long_report(
         &self,
         task: TaskId,
+        attempt: Attempt,
         now: Instant,
         first_packet_after: Option<Duration>,
-        connect_time: Option<Duration>,
         bytes_received: u64,
         error: Option<Error>,
     ) -> Option<Report> {
@@ -220,10 +227,10 @@ impl Engine {
             task,
             attempt: e.attempts,
             channel: Channel::Long,
-            started: e.attempt_started,
+            started: attempt.started,
             ended: now,
             endpoint: self.long_endpoint,
-            connect_time,
+            connect_time: None,
             first_packet_after,
             connect_attempts: 0,
             bytes_sent: u64::try_from(e.task.body.len()).unwrap_or(u64::MAX) + 20,

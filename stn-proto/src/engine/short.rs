@@ -68,13 +68,7 @@ impl Engine {
             }
             None => ShortLinkExchange::start(now, &self.config.exchange, req, &mut self.ids),
         };
-        if let Some(e) = self.tasks.get_mut(&id) {
-            e.state = State::Short;
-            e.attempts += 1;
-            e.attempt_started = now;
-            self.queue.remove(id);
-        }
-        self.last_task_start = now;
+        self.begin_attempt(now, id, Link::Short);
         self.short.insert(id, Box::new(ex));
         self.pump_short(now, id);
         true
@@ -162,14 +156,14 @@ impl Engine {
         let Some(e) = self.tasks.get(&id) else {
             return;
         };
-        if e.state != State::Short {
+        let Some(attempt) = e.running_on(Link::Short) else {
             return;
-        }
+        };
         let report = Report {
             task: id,
             attempt: e.attempts,
             channel: Channel::Short,
-            started: e.attempt_started,
+            started: attempt.started,
             ended: now,
             endpoint: result.endpoint,
             connect_time: result.connect_time,
@@ -182,6 +176,7 @@ impl Engine {
         };
         let cmd_id = e.task.cmd_id;
         let send_len = e.task.body.len();
+        self.end_attempt(id);
         if let Some(fp) = result.first_packet_after {
             self.timeouts.on_first_packet(fp, send_len);
         }
@@ -226,9 +221,6 @@ impl Engine {
                     }
                 }
                 if error == Error::Timeout(TimeoutKind::Task) {
-                    if let Some(e) = self.tasks.get_mut(&id) {
-                        e.state = State::Queued;
-                    }
                     self.actions.push_back(Action::Report(report));
                     self.end_failed(now, id, error);
                 } else {
