@@ -176,28 +176,20 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use bytes::Bytes;
-
 use crate::ban::EndpointHistory;
 use crate::error::{Error, LimitKind as ErrorLimit, LocalError, Response, TimeoutKind};
 use crate::io::{ConnEvent, ConnId, ConnIds, IoAction};
 use crate::limit::{payload_digest, AntiAvalanche, CheckInput, LimitKind};
-use crate::long_link::{
-    DisconnectReason, ExchangeTimeouts as LongTimeouts, IdentifyDecision, LongLink, LongLinkEvent,
-    SendError,
-};
+use crate::long_link::{DisconnectReason, IdentifyDecision, LongLink};
 use crate::monitor::Activity;
 use crate::net::{IpAddr, NetworkKind, SocketAddr};
 use crate::rng::Rng;
-use crate::short_link::{
-    EndpointReport, ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts, KeptConn,
-    ShortLinkExchange,
-};
+use crate::short_link::ShortLinkExchange;
 use crate::task::{Channel, ChannelStrategy, Task, TaskId};
 use crate::time::{Duration, Instant, MonotonicClock};
 use crate::timeout::{
-    task_timeout, AdaptiveTimeouts, AttemptInput, AttemptSample, RttConfig, RttEstimator,
-    TaskTimeoutInput, TimeoutKind as AttemptTimeoutKind,
+    task_timeout, AdaptiveTimeouts, AttemptInput, RttConfig, RttEstimator, TaskTimeoutInput,
+    TimeoutKind as AttemptTimeoutKind,
 };
 
 mod candidates;

@@ -2,7 +2,11 @@
 //! and fixed IPs ordered by the endpoint history, then backups; resolving
 //! through the app ([`Action::Resolve`]).
 
-use super::*;
+use crate::net::{IpAddr, SocketAddr};
+use crate::task::TaskId;
+use crate::time::Instant;
+
+use super::{Action, Engine, MAX_DNS_ENTRIES};
 
 impl Engine {
     /// The candidate list, or `None` while a resolve answer is awaited.

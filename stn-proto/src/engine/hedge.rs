@@ -3,7 +3,14 @@
 use std::collections::BTreeSet;
 
 use super::timer_set::TimerSet;
-use super::*;
+use std::collections::BTreeMap;
+
+use crate::short_link::{ExchangeAction, ExchangeRequest, ExchangeResult, ShortLinkExchange};
+use crate::task::TaskId;
+use crate::time::{Duration, Instant};
+
+use super::conns::Owner;
+use super::Engine;
 
 /// Hedged short-link requests (stn only): when a short-link attempt has sent
 /// its request and heard nothing back for a while, a second exchange — a

@@ -3,7 +3,12 @@
 //! — and, for an expired session or "retry all", the other running tasks —
 //! as the verdict says.
 
-use super::*;
+use crate::error::{Error, Response};
+use crate::long_link::DisconnectReason;
+use crate::task::{Channel, TaskId};
+use crate::time::{Duration, Instant};
+
+use super::{Action, Engine, JudgeRequest, Pending, Report, Retry, Stage, Verdict};
 
 impl Engine {
     /// A response arrived for `id`: end the task with it, or, if the task

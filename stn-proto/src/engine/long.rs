@@ -1,7 +1,17 @@
 //! The long link: send tasks on it, connect it when its monitor asks, turn
 //! its events into task outcomes, pushes and reports.
 
-use super::*;
+use bytes::Bytes;
+
+use crate::error::{Error, LocalError, Response, TimeoutKind};
+use crate::long_link::{LongLink, LongLinkEvent, SendError};
+use crate::short_link::ExchangeTimeouts;
+use crate::task::{Channel, TaskId};
+use crate::time::{Duration, Instant};
+use crate::timeout::AttemptSample;
+
+use super::conns::Owner;
+use super::{Action, Attempt, Engine, Entry, Link, LinkStatus, Report};
 
 impl Engine {
     /// Sends a task on the (connected) long link.
@@ -14,7 +24,7 @@ impl Engine {
         };
         let input = self.attempt_input(e, self.long_in_flight());
         let timeouts = if self.config.long_link_adaptive_timeouts {
-            LongTimeouts {
+            ExchangeTimeouts {
                 first_packet: self.timeouts.first_packet_timeout(&input),
                 read_write: self.timeouts.read_write_timeout(&input),
                 packet_gap: self.timeouts.packet_gap_timeout(input.net),
@@ -24,7 +34,7 @@ impl Engine {
             // Mars's formulas, with the machine's dynamic-timeout state.
             let cfg = self.timeouts.config();
             let f = crate::timeout::first_packet_timeout(cfg, &input);
-            LongTimeouts {
+            ExchangeTimeouts {
                 first_packet: f,
                 read_write: crate::timeout::read_write_timeout(cfg, input.net, f),
                 packet_gap: crate::timeout::packet_gap_timeout(cfg, input.net),

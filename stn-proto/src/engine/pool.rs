@@ -3,7 +3,14 @@
 //! connection open after a reusable 200, and the next such task to the same
 //! address sends its request on it instead of racing a new one.
 
-use super::*;
+use crate::io::{ConnEvent, ConnId, IoAction};
+use crate::net::SocketAddr;
+use crate::short_link::KeptConn;
+use crate::task::Task;
+use crate::time::{Duration, Instant};
+
+use super::conns::Owner;
+use super::Engine;
 use crate::profile::Profile;
 
 /// How the short-link socket pool works ([`Config::socket_pool`]).

@@ -1,7 +1,18 @@
 //! Short-link attempts: start a [`ShortLinkExchange`] for a task, relay its
 //! actions, settle the task when it finishes.
 
-use super::*;
+use crate::error::{Error, Response, TimeoutKind};
+use crate::io::IoAction;
+use crate::short_link::{
+    EndpointReport, ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts,
+    ShortLinkExchange,
+};
+use crate::task::{Channel, TaskId};
+use crate::time::{Duration, Instant};
+use crate::timeout::AttemptSample;
+
+use super::conns::Owner;
+use super::{Action, Engine, Link, Report, Retry};
 
 impl Engine {
     /// Starts a short-link attempt. Returns whether the task left the queue
@@ -48,7 +59,7 @@ impl Engine {
             deadline: Some(e.deadline),
         };
         if self.config.hedge.is_some() {
-            let state = hedge::HedgeState {
+            let state = super::hedge::HedgeState {
                 request: req.clone(),
                 running: None,
                 started: 0,
@@ -56,7 +67,7 @@ impl Engine {
             };
             self.hedges.insert(id, state);
         }
-        let pooled = if e.task.headers.is_empty() || !pool::wants_keep_alive(&e.task) {
+        let pooled = if e.task.headers.is_empty() || !super::pool::wants_keep_alive(&e.task) {
             None
         } else {
             self.pool_take(now, &req.candidates)
