@@ -7,7 +7,7 @@
 //! caller hands to the engine at once. No task per connection, no channel
 //! between the engine and its sockets, and no buffer per connection: an idle
 //! or connecting socket holds no read buffer at all. Dropping a `Conn`
-//! ([`Action::Close`](stn_proto::engine::Action::Close)) closes the socket at
+//! ([`IoAction::Close`](stn_proto::io::IoAction::Close)) closes the socket at
 //! once, even mid-connect.
 
 use std::collections::VecDeque;

@@ -29,8 +29,8 @@ use async_channel::Receiver;
 use bytes::Bytes;
 use futures_channel::oneshot;
 use futures_core::Stream;
-use stn_proto::engine::{Action, Engine, Input, JudgeRequest, LinkStatus, Report, Verdict};
-use stn_proto::io::{ConnEvent, ConnId};
+use stn_proto::engine::{Engine, Event, Input, JudgeRequest, LinkStatus, Output, Report, Verdict};
+use stn_proto::io::{ConnEvent, ConnId, IoAction};
 use stn_proto::long_link::IdentifyDecision;
 use stn_proto::net::NetworkKind;
 use stn_proto::task::{Task, TaskId};
@@ -176,20 +176,20 @@ impl Driver {
         self.clock.to_proto(self.rt.now())
     }
 
-    /// The drain rule: run every action the engine has queued. Returns how
+    /// The drain rule: run every output the engine has queued. Returns how
     /// many there were.
     fn drain(&mut self) -> usize {
         let mut n = 0;
-        while let Some(action) = self.engine.poll_action() {
+        while let Some(output) = self.engine.poll_output() {
             n += 1;
-            self.execute(action);
+            self.execute(output);
         }
         n
     }
 
-    fn execute(&mut self, action: Action) {
-        match action {
-            Action::Connect { conn, addr } => {
+    fn execute(&mut self, output: Output) {
+        match output {
+            Output::Io(IoAction::Connect { conn, addr }) => {
                 tracing::debug!(%conn, %addr, "connect");
                 self.endpoints.insert(addr);
                 let connect = self.rt.connect(addr);
@@ -201,7 +201,7 @@ impl Driver {
                     self.release(old.held);
                 }
             }
-            Action::Send { conn, data } => {
+            Output::Io(IoAction::Send { conn, data }) => {
                 // Unbounded per connection: the engine's own caps (queued
                 // tasks, in-flight limits, body sizes) bound what it writes.
                 if let Some(c) = self.conns.get_mut(&conn) {
@@ -209,11 +209,11 @@ impl Driver {
                     c.handle().schedule();
                 }
             }
-            Action::Close { conn } => {
+            Output::Io(IoAction::Close { conn }) => {
                 tracing::trace!(%conn, "close");
                 self.forget(conn);
             }
-            Action::Resolve { host } => {
+            Output::Resolve { host } => {
                 tracing::debug!(%host, "resolve");
                 let id = self.next_lookup;
                 self.next_lookup += 1;
@@ -229,12 +229,12 @@ impl Driver {
                     },
                 );
             }
-            Action::TaskFinished {
+            Output::Event(Event::TaskFinished {
                 id,
                 outcome,
                 attempts,
                 ..
-            } => {
+            }) => {
                 let Some(p) = self.pending.remove(&id) else {
                     return;
                 };
@@ -252,7 +252,7 @@ impl Driver {
                     attempts,
                 });
             }
-            Action::Push { cmd_id, body } => {
+            Output::Event(Event::Push { cmd_id, body }) => {
                 tracing::debug!(cmd_id, len = body.len(), "push");
                 let push = Push { cmd_id, body };
                 let mut dropped = 0;
@@ -273,23 +273,25 @@ impl Driver {
                     self.pushes_dropped += dropped;
                 }
             }
-            Action::AskIdentify => {
+            Output::Event(Event::AskIdentify) => {
                 let now = self.now();
                 self.engine.identify_answer(now, self.identify.clone());
             }
-            Action::IdentifyResponse { cmd_id, body } => {
+            Output::Event(Event::IdentifyResponse { cmd_id, body }) => {
                 tracing::debug!(cmd_id, len = body.len(), "identify response");
             }
-            Action::Judge(request) => {
+            Output::Event(Event::Judge(request)) => {
                 let verdict = self.judge_response(&request);
                 let now = self.now();
                 self.engine.judge(now, request.id, verdict);
             }
-            Action::Report(report) => self.report(&report),
-            Action::LongLink(status) => {
+            Output::Event(Event::Report(report)) => self.report(&report),
+            Output::Event(Event::LongLink(status)) => {
                 tracing::debug!(?status, "long link");
                 self.long_link = Some(status);
             }
+            // Outputs added after this driver was written: nothing to do.
+            _ => {}
         }
     }
     /// Runs the app's judge on a response. A judge that panics has not

@@ -4,8 +4,8 @@
 //! [`stn_proto`]'s [`Engine`](stn_proto::engine::Engine) decides everything;
 //! this crate runs it. One driver task owns the engine and applies its drain
 //! rule after every command, input and timeout: drain
-//! [`poll_action`](stn_proto::engine::Engine::poll_action), execute each
-//! action, then arm a timer at
+//! [`poll_output`](stn_proto::engine::Engine::poll_output), execute each
+//! output, then arm a timer at
 //! [`poll_timeout`](stn_proto::engine::Engine::poll_timeout). The driver
 //! polls its sockets and DNS lookups itself (only those whose wakers fired):
 //! a request crosses one queue in (submission) and one oneshot out (its

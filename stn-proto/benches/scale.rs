@@ -20,8 +20,8 @@ use std::time::Instant as WallClock;
 
 use bytes::Bytes;
 use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
-use stn_proto::engine::{Action, Config, Engine, Input};
-use stn_proto::io::{ConnEvent, ConnId};
+use stn_proto::engine::{Config, Engine, Event, Input, Output};
+use stn_proto::io::{ConnEvent, ConnId, IoAction};
 use stn_proto::long_link::IdentifyDecision;
 use stn_proto::task::{Channel, Task};
 use stn_proto::time::Instant;
@@ -160,16 +160,16 @@ impl Server {
         }
     }
 
-    fn take(&mut self, action: Action) {
+    fn take(&mut self, action: Output) {
         match action {
-            Action::Connect { conn, addr } => {
+            Output::Io(IoAction::Connect { conn, addr }) => {
                 if addr.port() == LONG_PORT {
                     self.long
                         .insert(conn, FrameDecoder::new(CodecConfig::default()));
                 }
                 self.owed.push_back(Owed::Connected(conn));
             }
-            Action::Send { conn, data } => match self.long.get_mut(&conn) {
+            Output::Io(IoAction::Send { conn, data }) => match self.long.get_mut(&conn) {
                 Some(decoder) => {
                     let mut buf = &data[..];
                     while let Ok(Some(frame)) = decoder.decode(&mut buf) {
@@ -182,21 +182,21 @@ impl Server {
                 }
                 None => self.owed.push_back(Owed::HttpOk(conn)),
             },
-            Action::Close { conn } => {
+            Output::Io(IoAction::Close { conn }) => {
                 self.long.remove(&conn);
             }
-            Action::TaskFinished { outcome, .. } => {
+            Output::Event(Event::TaskFinished { outcome, .. }) => {
                 assert!(outcome.is_ok(), "a scale task failed: {outcome:?}");
                 self.finished += 1;
             }
-            Action::AskIdentify => self.ask_identify = true,
+            Output::Event(Event::AskIdentify) => self.ask_identify = true,
             _ => {}
         }
     }
 }
 
 fn drain(engine: &mut Engine, server: &mut Server) {
-    while let Some(a) = engine.poll_action() {
+    while let Some(a) = engine.poll_output() {
         server.take(a);
     }
 }

@@ -2,16 +2,18 @@
 //!
 //! An [`Engine`] takes tasks ([`Engine::submit`]), decides how to carry them —
 //! a short-link HTTP exchange ([`crate::short_link`]) or a frame on the long
-//! link ([`crate::long_link`]) — and tells its driver what to do through
-//! [`Action`]s: open, write and close connections, resolve host names, report
-//! each attempt, finish each task. The driver feeds back what the sockets and
+//! link ([`crate::long_link`]) — and says what it needs as [`Output`]s, typed
+//! by who consumes them: I/O for the adapter ([`Output::Io`]: open, write and
+//! close connections; [`Output::Resolve`]: resolve host names) and
+//! [`Event`]s for the app (each attempt's report, each task's end, pushes,
+//! identify, verdict requests, link status). The driver feeds back what the sockets and
 //! the resolver did ([`Engine::handle_input`]) and wakes the engine at
 //! [`Engine::poll_timeout`] ([`Engine::handle_timeout`]).
 //!
 //! **The drain rule: after every call — a command (`submit`, `cancel`,
 //! `network_*`, `set_*`, `identify_answer`, `judge`, `shutdown`), an input
 //! (`handle_input`) or a timeout (`handle_timeout`) — drain
-//! [`Engine::poll_action`] until it returns `None`, then read
+//! [`Engine::poll_output`] until it returns `None`, then read
 //! [`Engine::poll_timeout`] and call `handle_timeout` no later than that.**
 //!
 //! What it does (reference/mars-stn.md; the section numbers are there):
@@ -29,7 +31,7 @@
 //!   [`TimeoutKind::Task`], never retried. Per-attempt timeouts come from
 //!   [`AdaptiveTimeouts`].
 //! - **Candidates** (§4.1): the debug address, else resolved hosts
-//!   ([`Action::Resolve`] answered by [`Input::Resolved`]) and fixed IPs
+//!   ([`Output::Resolve`] answered by [`Input::Resolved`]) and fixed IPs
 //!   ordered by the [`EndpointHistory`] (bans applied), then backup IPs.
 //!   Every connect outcome is recorded into the history.
 //! - **Anti-avalanche** (§7): every attempt passes the frequency and flow
@@ -38,7 +40,7 @@
 //!   reconnects at once, running attempts are redone, parked tasks (Mars's
 //!   zombies, [`ZombiePolicy`]) replayed.
 //! - **Response verdicts** (§6, Mars `Buf2Resp`): a task with
-//!   [`Task::judge`] is held after its response ([`Action::Judge`]) until the
+//!   [`Task::judge`] is held after its response ([`Event::Judge`]) until the
 //!   app decodes it and answers [`Engine::judge`] with a [`Verdict`]: accept,
 //!   retry (the endpoint counts as failed; the long link is dropped), end
 //!   with [`Error::Decode`], session timeout (unauthenticated until
@@ -51,7 +53,7 @@
 //!   here do not carry); the other tasks in flight on a dropped long link
 //!   are redone as interrupted, not charged a retry; Mars's silent end
 //!   (-16) is [`Verdict::End`].
-//! - **Every task ends exactly once** with [`Action::TaskFinished`]: on
+//! - **Every task ends exactly once** with [`Event::TaskFinished`]: on
 //!   success, failure, cancel, deadline or [`Engine::shutdown`].
 //!
 //! # Profiles
@@ -90,8 +92,8 @@
 //!
 //! use bytes::Bytes;
 //! use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
-//! use stn_proto::engine::{Action, Config, Engine, Input};
-//! use stn_proto::io::{ConnEvent, ConnId};
+//! use stn_proto::engine::{Config, Engine, Event, Input, Output};
+//! use stn_proto::io::{ConnEvent, ConnId, IoAction};
 //! use stn_proto::long_link::IdentifyDecision;
 //! use stn_proto::task::{Channel, Task};
 //! use stn_proto::time::Instant;
@@ -105,15 +107,15 @@
 //! }
 //!
 //! impl FakeServer {
-//!     fn serve(&mut self, action: Action, replies: &mut VecDeque<Input>) {
-//!         match action {
-//!             Action::Connect { conn, addr } => {
+//!     fn serve(&mut self, io: IoAction, replies: &mut VecDeque<Input>) {
+//!         match io {
+//!             IoAction::Connect { conn, addr } => {
 //!                 if addr.port() == 8081 {
 //!                     self.long_conns.insert(conn, FrameDecoder::new(CodecConfig::default()));
 //!                 }
 //!                 replies.push_back(Input::Conn { conn, event: ConnEvent::Connected });
 //!             }
-//!             Action::Send { conn, data } => {
+//!             IoAction::Send { conn, data } => {
 //!                 let reply = match self.long_conns.get_mut(&conn) {
 //!                     Some(decoder) => {
 //!                         let mut buf = &data[..];
@@ -149,13 +151,14 @@
 //! while finished.len() < 2 {
 //!     // The drain rule: after every call, drain the actions...
 //!     let mut ask_identify = false;
-//!     while let Some(action) = engine.poll_action() {
-//!         match action {
-//!             Action::TaskFinished { id, outcome, .. } => {
+//!     while let Some(output) = engine.poll_output() {
+//!         match output {
+//!             Output::Event(Event::TaskFinished { id, outcome, .. }) => {
 //!                 finished.insert(id, outcome);
 //!             }
-//!             Action::AskIdentify => ask_identify = true,
-//!             other => server.serve(other, &mut replies),
+//!             Output::Event(Event::AskIdentify) => ask_identify = true,
+//!             Output::Io(io) => server.serve(io, &mut replies),
+//!             _ => {}
 //!         }
 //!     }
 //!     // ...then make the next call: an answer to the engine's question, what
@@ -217,7 +220,7 @@ pub use config::{
 };
 pub use hedge::HedgePolicy;
 pub use pool::PoolConfig;
-pub use types::{Action, Input, JudgeRequest, LinkStatus, Report, SubmitError, Verdict};
+pub use types::{Event, Input, JudgeRequest, LinkStatus, Output, Report, SubmitError, Verdict};
 
 use conns::{ConnTable, Owner};
 use queue::{Active, Class, Queue};
@@ -398,7 +401,7 @@ pub struct Engine {
     authed: bool,
     last_task_start: Instant,
     shut_down: bool,
-    actions: VecDeque<Action>,
+    actions: VecDeque<Output>,
 }
 
 impl Engine {
@@ -507,7 +510,7 @@ impl Engine {
     }
 
     /// Submits a task. It gets an id and ends exactly once with
-    /// [`Action::TaskFinished`].
+    /// [`Event::TaskFinished`].
     ///
     /// # Errors
     ///
@@ -718,7 +721,7 @@ impl Engine {
         self.run(now);
     }
 
-    /// The app's answer to [`Action::AskIdentify`].
+    /// The app's answer to [`Event::AskIdentify`].
     pub fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
         let now = self.clock.observe(now);
         if let Some(long) = self.long.as_mut() {
@@ -728,7 +731,7 @@ impl Engine {
         self.run(now);
     }
 
-    /// The app's verdict on an [`Action::IdentifyResponse`] (Mars
+    /// The app's verdict on an [`Event::IdentifyResponse`] (Mars
     /// `OnLonglinkIdentifyResponse`). A rejection takes the long link down
     /// (its monitor reconnects, and identify is asked again on the new
     /// connection); Mars keeps the connection and asks again at the next
@@ -790,12 +793,12 @@ impl Engine {
         }
         self.pool.clear();
         for conn in self.conns.drain() {
-            self.actions.push_back(Action::Close { conn });
+            self.actions.push_back(Output::Io(IoAction::Close { conn }));
         }
     }
 
-    /// The next action, if any. Drain until `None` after every call.
-    pub fn poll_action(&mut self) -> Option<Action> {
+    /// The next output, if any. Drain until `None` after every call.
+    pub fn poll_output(&mut self) -> Option<Output> {
         self.actions.pop_front()
     }
 
@@ -848,7 +851,7 @@ impl Engine {
         self.queue.remove(id);
         self.deadlines.set(id, None);
         self.zombies.unpark(id);
-        self.actions.push_back(Action::TaskFinished {
+        self.emit(Event::TaskFinished {
             id,
             outcome,
             attempts: entry.attempts,
@@ -856,8 +859,16 @@ impl Engine {
         });
     }
 
+    fn emit(&mut self, event: Event) {
+        self.actions.push_back(Output::Event(event));
+    }
+
+    fn emit_report(&mut self, report: Report) {
+        self.emit(Event::Report(Box::new(report)));
+    }
+
     fn emit_link(&mut self, status: LinkStatus) {
-        self.actions.push_back(Action::LongLink(status));
+        self.emit(Event::LongLink(status));
     }
 
     /// Forwards a sub-machine's socket operation, keeping the table of live
@@ -869,17 +880,19 @@ impl Engine {
                     return;
                 }
                 self.conns.insert(conn, owner);
-                self.actions.push_back(Action::Connect { conn, addr });
+                self.actions
+                    .push_back(Output::Io(IoAction::Connect { conn, addr }));
             }
             IoAction::Send { conn, data } => {
                 if self.conns.owner(conn) == Some(owner) {
-                    self.actions.push_back(Action::Send { conn, data });
+                    self.actions
+                        .push_back(Output::Io(IoAction::Send { conn, data }));
                 }
             }
             IoAction::Close { conn } => {
                 if self.conns.owner(conn) == Some(owner) {
                     self.conns.remove(conn);
-                    self.actions.push_back(Action::Close { conn });
+                    self.actions.push_back(Output::Io(IoAction::Close { conn }));
                 }
             }
         }
@@ -899,7 +912,7 @@ impl Engine {
             None => None,
         };
         if let Some(r) = report {
-            self.actions.push_back(Action::Report(r));
+            self.emit_report(r);
         }
     }
 
@@ -971,7 +984,7 @@ impl Engine {
             return;
         }
         if let Some(r) = report {
-            self.actions.push_back(Action::Report(r));
+            self.emit_report(r);
         }
         let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
         let free = interrupted && self.config.free_retry_on_network_change;

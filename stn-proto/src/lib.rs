@@ -25,13 +25,14 @@
 //!   link with [`heartbeat`] and the reconnect [`monitor`]).
 //!
 //! **The drain rule: after every command, input or timeout given to a
-//! machine, drain its `poll_action` until `None`, then read `poll_timeout`**
+//! machine, drain its output (`poll_output` on the [`Engine`], `poll_action` or
+//! `poll_event` on the smaller machines) until `None`, then read `poll_timeout`**
 //! (and call `handle_timeout` no later than that). For the [`Engine`]:
 //!
 //! ```
 //! use bytes::Bytes;
-//! use stn_proto::engine::{Action, Config, Engine, Input};
-//! use stn_proto::io::ConnEvent;
+//! use stn_proto::engine::{Config, Engine, Event, Input, Output};
+//! use stn_proto::io::{ConnEvent, IoAction};
 //! use stn_proto::task::{Channel, Task};
 //! use stn_proto::time::Instant;
 //! use stn_proto::Profile;
@@ -45,15 +46,19 @@
 //! let mut done = None;
 //! let mut inputs = Vec::new();
 //! loop {
-//!     // 1. Drain every action.
-//!     while let Some(action) = engine.poll_action() {
-//!         match action {
-//!             Action::Connect { conn, .. } => inputs.push(Input::Conn { conn, event: ConnEvent::Connected }),
-//!             Action::Send { conn, .. } => {
+//!     // 1. Drain every output.
+//!     while let Some(output) = engine.poll_output() {
+//!         match output {
+//!             Output::Io(IoAction::Connect { conn, .. }) => {
+//!                 inputs.push(Input::Conn { conn, event: ConnEvent::Connected })
+//!             }
+//!             Output::Io(IoAction::Send { conn, .. }) => {
 //!                 let reply = Bytes::from_static(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok");
 //!                 inputs.push(Input::Conn { conn, event: ConnEvent::Received(reply) });
 //!             }
-//!             Action::TaskFinished { id: finished, outcome, .. } => done = Some((finished, outcome)),
+//!             Output::Event(Event::TaskFinished { id: finished, outcome, .. }) => {
+//!                 done = Some((finished, outcome))
+//!             }
 //!             _ => {}
 //!         }
 //!     }
@@ -94,5 +99,5 @@ pub mod task;
 pub mod time;
 pub mod timeout;
 
-pub use engine::{Action, Config, Engine, Input, Report, SubmitError};
+pub use engine::{Config, Engine, Event, Input, Output, Report, SubmitError};
 pub use profile::Profile;

@@ -15,8 +15,8 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use stn_proto::engine::{Action, Config, Engine, Input};
-use stn_proto::io::{ConnEvent, ConnId};
+use stn_proto::engine::{Config, Engine, Event, Input, Output};
+use stn_proto::io::{ConnEvent, ConnId, IoAction};
 use stn_proto::net::{ConnectError, IpAddr};
 use stn_proto::rng::Rng;
 use stn_proto::task::{Channel, Task};
@@ -88,9 +88,9 @@ fn bench(profile: Profile, loss: f64, outage: Duration, successes: u32, seed: u6
     };
     engine.submit(now, task()).expect("submit");
     loop {
-        while let Some(a) = engine.poll_action() {
+        while let Some(a) = engine.poll_output() {
             match a {
-                Action::Connect { conn, .. } => {
+                Output::Io(IoAction::Connect { conn, .. }) => {
                     live.insert(conn, ());
                     seq += 1;
                     match net.round_trip(now, &SYN) {
@@ -101,7 +101,7 @@ fn bench(profile: Profile, loss: f64, outage: Duration, successes: u32, seed: u6
                         ),
                     };
                 }
-                Action::Send { conn, .. } => {
+                Output::Io(IoAction::Send { conn, .. }) => {
                     seq += 1;
                     if let Some(t) = net.round_trip(now, &DATA) {
                         let body = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
@@ -111,10 +111,10 @@ fn bench(profile: Profile, loss: f64, outage: Duration, successes: u32, seed: u6
                         );
                     }
                 }
-                Action::Close { conn } => {
+                Output::Io(IoAction::Close { conn }) => {
                     live.remove(&conn);
                 }
-                Action::TaskFinished { outcome, .. } => {
+                Output::Event(Event::TaskFinished { outcome, .. }) => {
                     attempts += 1;
                     if outcome.is_ok() {
                         ok += 1;

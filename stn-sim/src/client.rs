@@ -9,7 +9,7 @@
 //! causes reaches it later through the event queue.
 //!
 //! A sans-IO machine maps onto this directly: on every callback, feed the
-//! input (`handle_input` / `handle_timeout`), drain `poll_action` into
+//! input (`handle_input` / `handle_timeout`), drain `poll_output` into
 //! socket operations, then `cx.set_wakeup(poll_timeout())`.
 
 use std::net::SocketAddr;

@@ -116,7 +116,7 @@ pub struct CallOutcome {
 /// - After every call into the client the workload drains `poll_outcome`.
 ///
 /// A sans-IO engine fits directly: `start_call` = `submit`, the callbacks =
-/// `handle_input` / `handle_timeout`, then drain `poll_action` (socket
+/// `handle_input` / `handle_timeout`, then drain `poll_output` (socket
 /// operations, and `TaskFinished` → a [`CallOutcome`]) and set the wake-up to
 /// `poll_timeout()`.
 pub trait CallClient {

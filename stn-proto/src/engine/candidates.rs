@@ -1,12 +1,12 @@
 //! Candidate addresses (reference §4.1): the debug address, resolved hosts
 //! and fixed IPs ordered by the endpoint history, then backups; resolving
-//! through the app ([`Action::Resolve`]).
+//! through the app ([`Output::Resolve`]).
 
 use crate::net::{IpAddr, SocketAddr};
 use crate::task::TaskId;
 use crate::time::Instant;
 
-use super::{Action, Engine, MAX_DNS_ENTRIES};
+use super::{Engine, Output, MAX_DNS_ENTRIES};
 
 impl Engine {
     /// The candidate list, or `None` while a resolve answer is awaited.
@@ -108,7 +108,7 @@ impl Engine {
             }
         }
         entry.pending_until = Some(now + timeout);
-        self.actions.push_back(Action::Resolve {
+        self.actions.push_back(Output::Resolve {
             host: host.to_owned(),
         });
         None

@@ -19,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 
 use crate::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
-use crate::engine::{Action, Config, Engine, Input, Verdict};
-use crate::io::{CloseReason, ConnEvent, ConnId};
+use crate::engine::{Config, Engine, Event, Input, Output, Verdict};
+use crate::io::{CloseReason, ConnEvent, ConnId, IoAction};
 use crate::net::{ConnectError, IpAddr};
 use crate::profile::Profile;
 use crate::task::{Channel, ChannelStrategy, Task, TaskId};
@@ -89,7 +89,7 @@ pub(crate) struct World {
     resolves: Vec<String>,
     shut_down: bool,
     /// Every action, in order (for the determinism checks).
-    pub(crate) trace: Vec<Action>,
+    pub(crate) trace: Vec<Output>,
 }
 
 impl World {
@@ -136,10 +136,10 @@ impl World {
     /// Drains and checks every action; returns how many there were.
     pub(crate) fn drain(&mut self) -> usize {
         let mut n = 0;
-        while let Some(a) = self.e.poll_action() {
+        while let Some(a) = self.e.poll_output() {
             n += 1;
             match &a {
-                Action::Connect { conn, addr } => {
+                Output::Io(IoAction::Connect { conn, addr }) => {
                     assert!(!self.shut_down, "connect {conn} after shutdown");
                     assert!(self.ever.insert(*conn), "connect reuses {conn}");
                     assert!(
@@ -156,7 +156,7 @@ impl World {
                         },
                     );
                 }
-                Action::Send { conn, data } => {
+                Output::Io(IoAction::Send { conn, data }) => {
                     let c = self
                         .open
                         .get_mut(conn)
@@ -169,14 +169,14 @@ impl World {
                         }
                     }
                 }
-                Action::Close { conn } => {
+                Output::Io(IoAction::Close { conn }) => {
                     assert!(
                         self.open.remove(conn).is_some(),
                         "close of closed or unknown {conn}"
                     );
                 }
-                Action::Resolve { host } => self.resolves.push(host.clone()),
-                Action::TaskFinished { id, .. } => {
+                Output::Resolve { host } => self.resolves.push(host.clone()),
+                Output::Event(Event::TaskFinished { id, .. }) => {
                     assert!(
                         self.submitted.contains(id),
                         "task {id} finished but was never accepted"
@@ -186,7 +186,7 @@ impl World {
                     assert_eq!(*n, 1, "task {id} finished twice");
                     self.judging.remove(id);
                 }
-                Action::Judge(j) => {
+                Output::Event(Event::Judge(j)) => {
                     assert!(
                         self.submitted.contains(&j.id) && !self.finished.contains_key(&j.id),
                         "judge asked for task {} that is not held",
@@ -198,14 +198,16 @@ impl World {
                         j.id
                     );
                 }
-                Action::Push { .. } | Action::AskIdentify | Action::IdentifyResponse { .. } => {}
+                Output::Event(Event::Push { .. })
+                | Output::Event(Event::AskIdentify)
+                | Output::Event(Event::IdentifyResponse { .. }) => {}
                 // A judged response's attempt is reported once it is settled
                 // (by a verdict, a cancel, the deadline or another task's
                 // verdict): no verdict is awaited after it.
-                Action::Report(r) => {
+                Output::Event(Event::Report(r)) => {
                     self.judging.remove(&r.task);
                 }
-                Action::LongLink(_) => {}
+                Output::Event(Event::LongLink(_)) => {}
             }
             self.trace.push(a);
         }

@@ -20,7 +20,7 @@ pub const STN_MAX_ABANDONS: u32 = 1000;
 ///
 /// Candidates, in priority order: the debug address alone if set (no DNS, no
 /// bans); else the addresses of `hosts` (each resolved through
-/// [`Action::Resolve`](super::Action::Resolve), Mars's `OnNewDns`) followed by
+/// [`Output::Resolve`](super::Output::Resolve), Mars's `OnNewDns`) followed by
 /// `ips`, ordered by the endpoint history (banned ones removed), then
 /// `backup_ips` to fill up to `max_candidates`. Duplicates are kept: Mars's
 /// benchmark returned one IP four times so that racing had several attempts.
@@ -142,7 +142,7 @@ pub struct Config {
     /// A parked task is replayed after this long if no task started meanwhile
     /// (Mars: 60 s).
     pub zombie_idle_restart: Duration,
-    /// How long to wait for an answer to [`Action::Resolve`](super::Action::Resolve)
+    /// How long to wait for an answer to [`Output::Resolve`](super::Output::Resolve)
     /// (Mars: 2 s for `OnNewDns`).
     pub resolve_timeout: Duration,
     /// How long a resolve answer is reused (Mars resolves for every attempt:

@@ -8,7 +8,7 @@ use crate::long_link::DisconnectReason;
 use crate::task::{Channel, TaskId};
 use crate::time::{Duration, Instant};
 
-use super::{Action, Engine, JudgeRequest, Pending, Report, Retry, Stage, Verdict};
+use super::{Engine, Event, JudgeRequest, Pending, Report, Retry, Stage, Verdict};
 
 impl Engine {
     /// A response arrived for `id`: end the task with it, or, if the task
@@ -18,7 +18,7 @@ impl Engine {
             return;
         };
         if !e.task.judge {
-            self.actions.push_back(Action::Report(report));
+            self.emit_report(report);
             self.finish(id, Ok(response));
             return;
         }
@@ -30,10 +30,10 @@ impl Engine {
             response: response.clone(),
         };
         e.stage = Stage::Judging(Box::new(Pending { response, report }));
-        self.actions.push_back(Action::Judge(request));
+        self.emit(Event::Judge(Box::new(request)));
     }
 
-    /// The app's verdict on the response of [`Action::Judge`] for `id`.
+    /// The app's verdict on the response of [`Event::Judge`] for `id`.
     ///
     /// Returns `false` (and changes nothing) if `id` is not waiting for a
     /// verdict: unknown, already ended (cancelled, timed out), judged
@@ -54,14 +54,14 @@ impl Engine {
         let channel = report.channel;
         report.ended = now;
         if verdict == Verdict::Accept {
-            self.actions.push_back(Action::Report(report));
+            self.emit_report(report);
             self.finish(id, Ok(response));
             self.run(now);
             return true;
         }
         report.error = Some(Error::Decode);
         let endpoint = report.endpoint;
-        self.actions.push_back(Action::Report(report));
+        self.emit_report(report);
         let mut drop_long = channel == Channel::Long;
         match verdict {
             Verdict::Accept => {}

@@ -11,7 +11,7 @@ use crate::time::{Duration, Instant};
 use crate::timeout::AttemptSample;
 
 use super::conns::Owner;
-use super::{Action, Attempt, Engine, Entry, Link, LinkStatus, Report};
+use super::{Attempt, Engine, Entry, Event, Link, LinkStatus, Report};
 
 impl Engine {
     /// Sends a task on the (connected) long link.
@@ -90,8 +90,7 @@ impl Engine {
         let rtt = self.rtt_hint();
         if let Some(long) = self.long.as_mut() {
             long.connect(now, candidates, rtt, &mut self.ids);
-            self.actions
-                .push_back(Action::LongLink(LinkStatus::Connecting));
+            self.emit(Event::LongLink(LinkStatus::Connecting));
         }
         self.pump_long(now);
     }
@@ -141,7 +140,7 @@ impl Engine {
                     let report = self.long_report(task, attempt, now, None, 0, None);
                     self.end_attempt(task);
                     if let Some(r) = report {
-                        self.actions.push_back(Action::Report(r));
+                        self.emit_report(r);
                     }
                     self.finish(
                         task,
@@ -198,7 +197,7 @@ impl Engine {
                     self.end_attempt(task);
                     if error == Error::Timeout(TimeoutKind::Task) {
                         if let Some(r) = report {
-                            self.actions.push_back(Action::Report(r));
+                            self.emit_report(r);
                         }
                         self.end_failed(now, task, error);
                     } else {
@@ -206,12 +205,11 @@ impl Engine {
                     }
                 }
                 LongLinkEvent::Push { cmd_id, body } => {
-                    self.actions.push_back(Action::Push { cmd_id, body });
+                    self.emit(Event::Push { cmd_id, body });
                 }
-                LongLinkEvent::AskIdentify => self.actions.push_back(Action::AskIdentify),
+                LongLinkEvent::AskIdentify => self.emit(Event::AskIdentify),
                 LongLinkEvent::IdentifyResponse { cmd_id, body } => {
-                    self.actions
-                        .push_back(Action::IdentifyResponse { cmd_id, body });
+                    self.emit(Event::IdentifyResponse { cmd_id, body });
                 }
             }
         }

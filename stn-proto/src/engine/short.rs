@@ -12,7 +12,7 @@ use crate::time::{Duration, Instant};
 use crate::timeout::AttemptSample;
 
 use super::conns::Owner;
-use super::{Action, Engine, Link, Report, Retry};
+use super::{Engine, Link, Report, Retry};
 
 impl Engine {
     /// Starts a short-link attempt. Returns whether the task left the queue
@@ -220,7 +220,7 @@ impl Engine {
                     self.pool_off_until = now + cfg.disable_after_stale;
                     self.pool_clear();
                     if cfg.free_retry_on_stale {
-                        self.actions.push_back(Action::Report(report));
+                        self.emit_report(report);
                         let how = Retry {
                             channel: Channel::Short,
                             retryable: true,
@@ -232,7 +232,7 @@ impl Engine {
                     }
                 }
                 if error == Error::Timeout(TimeoutKind::Task) {
-                    self.actions.push_back(Action::Report(report));
+                    self.emit_report(report);
                     self.end_failed(now, id, error);
                 } else {
                     self.attempt_failed(now, id, error, Channel::Short, Some(report));

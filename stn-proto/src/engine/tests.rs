@@ -6,6 +6,7 @@ use bytes::Bytes;
 use super::*;
 use crate::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder, NOOP_CMD_ID};
 use crate::error::{DnsError, Outcome};
+use crate::io::IoAction;
 use crate::net::ConnectError;
 use crate::profile::Profile;
 
@@ -37,7 +38,7 @@ fn ok_http(body: &str) -> Bytes {
 struct H {
     e: Engine,
     now: Instant,
-    log: Vec<Action>,
+    log: Vec<Output>,
 }
 
 impl H {
@@ -52,9 +53,9 @@ impl H {
         h
     }
 
-    fn drain(&mut self) -> Vec<Action> {
+    fn drain(&mut self) -> Vec<Output> {
         let mut out = Vec::new();
-        while let Some(a) = self.e.poll_action() {
+        while let Some(a) = self.e.poll_output() {
             out.push(a);
         }
         if let Some(t) = self.e.poll_timeout() {
@@ -74,17 +75,17 @@ impl H {
         id
     }
 
-    fn input(&mut self, input: Input) -> Vec<Action> {
+    fn input(&mut self, input: Input) -> Vec<Output> {
         self.e.handle_input(self.now, input);
         self.drain()
     }
 
-    fn ev(&mut self, conn: ConnId, event: ConnEvent) -> Vec<Action> {
+    fn ev(&mut self, conn: ConnId, event: ConnEvent) -> Vec<Output> {
         self.input(Input::Conn { conn, event })
     }
 
     /// Runs every timer up to `t`, then sets the clock to `t`.
-    fn advance_to(&mut self, t: Instant) -> Vec<Action> {
+    fn advance_to(&mut self, t: Instant) -> Vec<Output> {
         let mut out = Vec::new();
         let mut guard = 0;
         while let Some(x) = self.e.poll_timeout() {
@@ -103,7 +104,7 @@ impl H {
         out
     }
 
-    fn advance(&mut self, d: Duration) -> Vec<Action> {
+    fn advance(&mut self, d: Duration) -> Vec<Output> {
         self.advance_to(self.now + d)
     }
 
@@ -111,7 +112,9 @@ impl H {
         self.log
             .iter()
             .filter_map(|a| match a {
-                Action::TaskFinished { id: i, outcome, .. } if *i == id => Some(outcome),
+                Output::Event(Event::TaskFinished { id: i, outcome, .. }) if *i == id => {
+                    Some(outcome)
+                }
                 _ => None,
             })
             .collect()
@@ -133,38 +136,38 @@ impl H {
         self.log
             .iter()
             .filter_map(|a| match a {
-                Action::Report(r) if r.task == id => Some(r),
+                Output::Event(Event::Report(r)) if r.task == id => Some(&**r),
                 _ => None,
             })
             .collect()
     }
 }
 
-fn connects(actions: &[Action]) -> Vec<(ConnId, SocketAddr)> {
+fn connects(actions: &[Output]) -> Vec<(ConnId, SocketAddr)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Connect { conn, addr } => Some((*conn, *addr)),
+            Output::Io(IoAction::Connect { conn, addr }) => Some((*conn, *addr)),
             _ => None,
         })
         .collect()
 }
 
-fn sends(actions: &[Action]) -> Vec<(ConnId, Bytes)> {
+fn sends(actions: &[Output]) -> Vec<(ConnId, Bytes)> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Send { conn, data } => Some((*conn, data.clone())),
+            Output::Io(IoAction::Send { conn, data }) => Some((*conn, data.clone())),
             _ => None,
         })
         .collect()
 }
 
-fn closes(actions: &[Action]) -> Vec<ConnId> {
+fn closes(actions: &[Output]) -> Vec<ConnId> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Close { conn } => Some(*conn),
+            Output::Io(IoAction::Close { conn }) => Some(*conn),
             _ => None,
         })
         .collect()
@@ -214,7 +217,7 @@ fn queue_priority_order_and_fifo_within_a_priority() {
         serve_short(&mut h, conn, "ok");
         let new = h.log[before..].to_vec();
         for a in &new {
-            if let Action::TaskFinished { id, .. } = a {
+            if let Output::Event(Event::TaskFinished { id, .. }) = a {
                 order.push(*id);
             }
         }
@@ -324,9 +327,9 @@ fn mars_retries_after_one_second_and_counts_attempts() {
     match h
         .log
         .iter()
-        .find(|a| matches!(a, Action::TaskFinished { .. }))
+        .find(|a| matches!(a, Output::Event(Event::TaskFinished { .. })))
     {
-        Some(Action::TaskFinished { attempts, .. }) => assert_eq!(*attempts, 3),
+        Some(Output::Event(Event::TaskFinished { attempts, .. })) => assert_eq!(*attempts, 3),
         other => panic!("{other:?}"),
     }
 }
@@ -463,7 +466,7 @@ fn debug_address_overrides_everything() {
     let mut h = H::new(cfg);
     h.submit(short_task("x"));
     assert_eq!(connects(&h.log), vec![(ConnId(1), debug)]);
-    assert!(!h.log.iter().any(|a| matches!(a, Action::Resolve { .. })));
+    assert!(!h.log.iter().any(|a| matches!(a, Output::Resolve { .. })));
 }
 
 #[test]
@@ -478,7 +481,7 @@ fn resolve_answer_with_duplicate_ips_races_them() {
     let id = h.submit(short_task("x"));
     assert_eq!(
         h.log.last(),
-        Some(&Action::Resolve {
+        Some(&Output::Resolve {
             host: "svc.example".into()
         })
     );
@@ -589,7 +592,7 @@ struct LongServer {
 }
 
 impl LongServer {
-    fn frames(&mut self, actions: &[Action]) -> Vec<Frame> {
+    fn frames(&mut self, actions: &[Output]) -> Vec<Frame> {
         let mut out = Vec::new();
         for (c, data) in sends(actions) {
             if c == self.conn {
@@ -618,8 +621,12 @@ fn long_up(h: &mut H) -> LongServer {
         .expect("long link connect at start");
     assert_eq!(addr.port(), 8080);
     let a = h.ev(conn, ConnEvent::Connected);
-    assert!(a.contains(&Action::LongLink(LinkStatus::Connected { addr })));
-    assert!(a.contains(&Action::AskIdentify));
+    assert!(
+        a.contains(&Output::Event(Event::LongLink(LinkStatus::Connected {
+            addr
+        })))
+    );
+    assert!(a.contains(&Output::Event(Event::AskIdentify)));
     h.e.identify_answer(h.now, IdentifyDecision::Never);
     h.drain();
     LongServer {
@@ -629,7 +636,7 @@ fn long_up(h: &mut H) -> LongServer {
     }
 }
 
-fn reply(h: &mut H, s: &LongServer, f: Frame) -> Vec<Action> {
+fn reply(h: &mut H, s: &LongServer, f: Frame) -> Vec<Output> {
     let data = encode_to_bytes(&f, 0).unwrap_or_else(|_| unreachable!());
     h.ev(s.conn, ConnEvent::Received(data))
 }
@@ -659,10 +666,10 @@ fn long_link_pipelines_tasks_matches_by_seq_and_surfaces_pushes() {
         );
     }
     let a = reply(&mut h, &s, Frame::new(77, 0, "pushed"));
-    assert!(a.contains(&Action::Push {
+    assert!(a.contains(&Output::Event(Event::Push {
         cmd_id: 77,
         body: Bytes::from_static(b"pushed")
-    }));
+    })));
     for id in ids {
         let out = h.outcome(id).expect("ok");
         assert_eq!(out.body, Bytes::from(format!("resp{}", id.get())));
@@ -779,10 +786,10 @@ fn long_task_waits_for_the_link_and_identify_is_sent_when_asked() {
         &s,
         Frame::new(55, crate::codec::longlink::IDENTIFY_SEQ, "welcome"),
     );
-    assert!(a.contains(&Action::IdentifyResponse {
+    assert!(a.contains(&Output::Event(Event::IdentifyResponse {
         cmd_id: 55,
         body: Bytes::from_static(b"welcome")
-    }));
+    })));
     reply(&mut h, &s, Frame::new(3, task.seq, "done"));
     assert!(h.outcome(id).is_ok());
 }
@@ -818,7 +825,7 @@ fn long_link_reconnects_on_its_monitor_schedule() {
     let mut h = H::new(long_cfg(Profile::Mars));
     let s = long_up(&mut h);
     let acts = h.ev(s.conn, ConnEvent::Closed(crate::io::CloseReason::Reset));
-    assert!(acts.contains(&Action::LongLink(LinkStatus::Disconnected)));
+    assert!(acts.contains(&Output::Event(Event::LongLink(LinkStatus::Disconnected))));
     // Mars auto table, foreground < 1 min: 15 s after the last connect started.
     let a = h.advance(secs(14));
     assert!(connects(&a).is_empty());
@@ -1000,7 +1007,7 @@ fn need_authed_tasks_wait_for_auth() {
 
 // ------------------------------------------------------------ determinism ----
 
-fn scripted_trace(seed: u64) -> Vec<Action> {
+fn scripted_trace(seed: u64) -> Vec<Output> {
     let mut cfg = long_cfg(Profile::Stn).seed(seed);
     cfg.short_link.ips = vec![ip("10.0.0.1"), ip("10.0.0.2"), ip("10.0.0.3")];
     let mut h = H::new(cfg);
@@ -1047,7 +1054,7 @@ fn heartbeat_noop_at_connect_and_every_3_5_min_with_an_8_s_timeout() {
     let before = h.log.len();
     let a = h.advance(secs(8));
     assert!(closes(&a).contains(&s.conn), "{a:?}");
-    assert!(h.log[before..].contains(&Action::LongLink(LinkStatus::Disconnected)));
+    assert!(h.log[before..].contains(&Output::Event(Event::LongLink(LinkStatus::Disconnected))));
     assert_eq!(
         h.reports(id)[0].error,
         Some(Error::Timeout(TimeoutKind::Heartbeat))
@@ -1150,7 +1157,7 @@ fn long_link_candidates_come_from_resolve_and_fall_back_when_it_times_out() {
         ..LongLinkEndpoints::default()
     });
     let mut h = H::new(cfg.clone());
-    assert!(h.log.contains(&Action::Resolve {
+    assert!(h.log.contains(&Output::Resolve {
         host: "long.example".into()
     }));
     let a = h.input(Input::Resolved {
@@ -1178,7 +1185,7 @@ fn stn_reuses_resolve_answers_until_they_fail() {
     let resolves = |h: &H| {
         h.log
             .iter()
-            .filter(|a| matches!(a, Action::Resolve { .. }))
+            .filter(|a| matches!(a, Output::Resolve { .. }))
             .count()
     };
     let a = h.submit(short_task("a"));
@@ -1300,18 +1307,18 @@ fn mars_long_task_deadline_is_a_batch_error_stn_only_ends_that_task() {
 
 // ------------------------------------------------------ response verdicts ----
 
-fn judges(actions: &[Action]) -> Vec<JudgeRequest> {
+fn judges(actions: &[Output]) -> Vec<JudgeRequest> {
     actions
         .iter()
         .filter_map(|a| match a {
-            Action::Judge(j) => Some(j.clone()),
+            Output::Event(Event::Judge(j)) => Some((**j).clone()),
             _ => None,
         })
         .collect()
 }
 
 /// Runs the next short attempt (the newest connect) to a 200 with `body`.
-fn serve_latest_short(h: &mut H, body: &str) -> Vec<Action> {
+fn serve_latest_short(h: &mut H, body: &str) -> Vec<Output> {
     let conn = connects(&h.log).last().expect("a connect").0;
     h.ev(conn, ConnEvent::Connected);
     h.ev(conn, ConnEvent::Received(ok_http(body)))
@@ -1373,9 +1380,9 @@ fn retry_verdict_counts_the_endpoint_failed_and_retries_then_ends_with_decode() 
     h.drain();
     assert_eq!(h.outcome(id), Err(Error::Decode));
     let attempts = h.log.iter().find_map(|a| match a {
-        Action::TaskFinished {
+        Output::Event(Event::TaskFinished {
             id: i, attempts, ..
-        } if *i == id => Some(*attempts),
+        }) if *i == id => Some(*attempts),
         _ => None,
     });
     assert_eq!(attempts, Some(2));
@@ -1490,7 +1497,7 @@ fn retry_all_redoes_every_running_task_and_drops_the_long_link() {
     assert!(h.e.judge(h.now, src, Verdict::RetryAll));
     let a = h.drain();
     assert!(closes(&a).contains(&s.conn), "the long link is dropped");
-    assert!(a.contains(&Action::LongLink(LinkStatus::Disconnected)));
+    assert!(a.contains(&Output::Event(Event::LongLink(LinkStatus::Disconnected))));
     for id in [src, peer] {
         assert!(h.finished(id).is_empty(), "{id} retries");
         assert!(h.reports(id).last().is_some_and(|r| r.error.is_some()));
@@ -1597,9 +1604,9 @@ fn a_hedge_takes_over_when_the_first_exchange_fails() {
     h.ev(hedge, ConnEvent::Received(ok_http("saved")));
     assert_eq!(h.outcome(id).expect("ok").body, &b"saved"[..]);
     let done = h.log.iter().find_map(|a| match a {
-        Action::TaskFinished {
+        Output::Event(Event::TaskFinished {
             id: i, attempts, ..
-        } if *i == id => Some(*attempts),
+        }) if *i == id => Some(*attempts),
         _ => None,
     });
     assert_eq!(done, Some(1));
@@ -1820,4 +1827,12 @@ fn timing_pipelined_tasks_from_their_write_drops_a_deep_healthy_queue() {
     let (ok, downs) = deep_long_queue(cfg, 10_000, ms(5) / 2);
     assert_eq!(downs, 1, "a first-packet timeout drops the link");
     assert!(ok < 10_000, "{ok}");
+}
+
+/// Outputs are queued by the thousand: the large payloads (reports, verdict
+/// requests) are boxed so one output stays a few words.
+#[test]
+fn outputs_stay_small() {
+    assert!(std::mem::size_of::<Output>() <= 64);
+    assert!(std::mem::size_of::<Event>() <= 64);
 }

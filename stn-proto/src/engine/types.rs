@@ -3,24 +3,24 @@
 use bytes::Bytes;
 
 use crate::error::{Outcome, Response};
-use crate::io::{ConnEvent, ConnId};
+use crate::io::{ConnEvent, ConnId, IoAction};
 use crate::net::{IpAddr, SocketAddr};
 use crate::task::{Channel, TaskError, TaskId};
 use crate::time::{Duration, Instant};
 
 use crate::error::Error;
 
-/// An I/O result or an answer the app feeds to [`Engine::handle_input`](super::Engine::handle_input).
+/// An I/O result the adapter feeds to [`Engine::handle_input`](super::Engine::handle_input).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Input {
     /// Something happened on a connection the engine asked for.
     Conn {
-        /// The connection (from [`Action::Connect`]).
+        /// The connection (from an [`IoAction::Connect`]).
         conn: ConnId,
         /// What happened.
         event: ConnEvent,
     },
-    /// The answer to [`Action::Resolve`] (Mars `OnNewDns`). Duplicates are
+    /// The answer to [`Output::Resolve`] (Mars `OnNewDns`). Duplicates are
     /// kept: the same IP several times races it against itself.
     Resolved {
         /// The host asked about.
@@ -35,7 +35,7 @@ pub enum Input {
     },
 }
 
-/// Where the long link stands, as reported by [`Action::LongLink`].
+/// Where the long link stands, as reported by [`Event::LongLink`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum LinkStatus {
     /// A connect started.
@@ -51,7 +51,7 @@ pub enum LinkStatus {
 
 /// Mars's task profile of one attempt (`ReportTaskProfile`): what it cost and
 /// how it ended. One is emitted for every attempt that started, before the
-/// task's [`Action::TaskFinished`] or its next attempt.
+/// task's [`Event::TaskFinished`] or its next attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Report {
     /// The task.
@@ -84,35 +84,33 @@ pub struct Report {
     pub error: Option<Error>,
 }
 
-/// What the engine asks its driver to do; drain with
-/// [`Engine::poll_action`](super::Engine::poll_action).
+/// What the engine asks for, in order; drain with
+/// [`Engine::poll_output`](super::Engine::poll_output) after every call.
+///
+/// [`Output::Io`] and [`Output::Resolve`] are the adapter's work (sockets and
+/// the resolver); [`Output::Event`] is for the app. Keep the order: an event
+/// may refer to a connection an earlier `Io` opened.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// Open a TCP connection to `addr`; report on it with [`Input::Conn`].
-    Connect {
-        /// The new connection's id.
-        conn: ConnId,
-        /// Where to connect.
-        addr: SocketAddr,
-    },
-    /// Write `data` on `conn`.
-    Send {
-        /// The connection.
-        conn: ConnId,
-        /// The bytes.
-        data: Bytes,
-    },
-    /// Close `conn` (or abort its connect). No event is expected after this.
-    Close {
-        /// The connection.
-        conn: ConnId,
-    },
-    /// Resolve `host` and answer with [`Input::Resolved`] or
+#[non_exhaustive]
+pub enum Output {
+    /// A socket operation: open a connection (report on it with
+    /// [`Input::Conn`]), write on it, or close it (no event is expected after
+    /// a close).
+    Io(IoAction),
+    /// Resolve a host name and answer with [`Input::Resolved`] or
     /// [`Input::ResolveFailed`] (Mars `OnNewDns`).
     Resolve {
         /// The host name.
         host: String,
     },
+    /// Something for the app.
+    Event(Event),
+}
+
+/// What the engine tells the app ([`Output::Event`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Event {
     /// A task ended. Exactly once per task [`Engine::submit`](super::Engine::submit) accepted.
     TaskFinished {
         /// The task.
@@ -136,7 +134,8 @@ pub enum Action {
     /// [`Engine::identify_answer`](super::Engine::identify_answer).
     AskIdentify,
     /// The server's response to the identify packet (Mars
-    /// `OnLonglinkIdentifyResponse`).
+    /// `OnLonglinkIdentifyResponse`); the app may answer with
+    /// [`Engine::identify_verdict`](super::Engine::identify_verdict).
     IdentifyResponse {
         /// Its command id.
         cmd_id: u32,
@@ -147,14 +146,14 @@ pub enum Action {
     /// ([`Task::judge`](crate::task::Task::judge), Mars `Buf2Resp`): decode
     /// it and answer with [`Engine::judge`](super::Engine::judge). The task
     /// stays held (its deadline still runs) until then.
-    Judge(JudgeRequest),
+    Judge(Box<JudgeRequest>),
     /// One attempt's profile.
-    Report(Report),
+    Report(Box<Report>),
     /// The long link's status changed.
     LongLink(LinkStatus),
 }
 
-/// A response waiting for the app's verdict ([`Action::Judge`]).
+/// A response waiting for the app's verdict ([`Event::Judge`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct JudgeRequest {
     /// The task.
@@ -236,7 +235,7 @@ impl Verdict {
 }
 
 /// Why [`Engine::submit`](super::Engine::submit) refused a task. A refused
-/// task gets no id and no [`Action::TaskFinished`].
+/// task gets no id and no [`Event::TaskFinished`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum SubmitError {
     /// The task breaks a rule of [`Task::validate`](crate::task::Task::validate).

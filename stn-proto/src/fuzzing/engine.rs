@@ -7,7 +7,8 @@ use arbitrary::{Arbitrary, Unstructured};
 use bytes::Bytes;
 
 use crate::engine::check::{ConnOp, World};
-use crate::engine::Action;
+use crate::engine::{Event, Output};
+use crate::io::IoAction;
 use crate::long_link::IdentifyDecision;
 use crate::net::NetworkKind;
 use crate::profile::Profile;
@@ -186,7 +187,7 @@ pub fn engine_ops(data: &[u8]) {
     assert!(first == second, "same inputs, different actions");
 }
 
-fn run(input: &EngineInput) -> Vec<Action> {
+fn run(input: &EngineInput) -> Vec<Output> {
     let setup = &input.setup;
     let mut w = World::new(
         profile(setup.profile),
@@ -210,15 +211,17 @@ fn classify(data: &[u8]) -> Option<String> {
     let link = if input.setup.long { "long" } else { "short" };
     let finished = trace
         .iter()
-        .filter(|a| matches!(a, Action::TaskFinished { .. }))
+        .filter(|a| matches!(a, Output::Event(Event::TaskFinished { .. })))
         .count();
     let ok = trace
         .iter()
-        .filter(|a| matches!(a, Action::TaskFinished { outcome, .. } if outcome.is_ok()))
+        .filter(
+            |a| matches!(a, Output::Event(Event::TaskFinished { outcome, .. }) if outcome.is_ok()),
+        )
         .count();
     let sends = trace
         .iter()
-        .filter(|a| matches!(a, Action::Send { .. }))
+        .filter(|a| matches!(a, Output::Io(IoAction::Send { .. })))
         .count();
     // The final shutdown ends every held task, so "failed" is any accepted
     // task that did not succeed.

@@ -9,17 +9,17 @@
 //! mars-stn.md §10.3), and the wake-up is set to `poll_timeout()`.
 //!
 //! A call is one [`Task`] (cgi `/mars/hello2`, the request body, the call's
-//! channel and retry count); its [`Action::TaskFinished`] is the call's
-//! outcome. Wire cost comes from the engine's [`Action::Report`]s (connects
+//! channel and retry count); its [`Event::TaskFinished`] is the call's
+//! outcome. Wire cost comes from the engine's [`Event::Report`]s (connects
 //! per attempt) plus the sockets this adapter opened.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::IpAddr;
 
 use bytes::Bytes;
-use stn_proto::engine::{Action, Config, Engine, Input, Report, Verdict};
+use stn_proto::engine::{Config, Engine, Event, Input, Output, Report, Verdict};
 use stn_proto::error::{Error, SocketError as ProtoSocketError, TimeoutKind};
-use stn_proto::io::{CloseReason, ConnEvent, ConnId};
+use stn_proto::io::{CloseReason, ConnEvent, ConnId, IoAction};
 use stn_proto::long_link::IdentifyDecision;
 use stn_proto::net::ConnectError;
 use stn_proto::task::{Channel, Task, TaskId};
@@ -240,8 +240,8 @@ impl StnClient {
             return;
         };
         loop {
-            while let Some(action) = engine.poll_action() {
-                self.act(cx, &mut engine, action);
+            while let Some(output) = engine.poll_output() {
+                self.act(cx, &mut engine, output);
             }
             let Some(input) = self.inputs.pop_front() else {
                 break;
@@ -275,10 +275,10 @@ impl StnClient {
         self.engine = Some(engine);
     }
 
-    fn act(&mut self, cx: &mut ClientCx<'_>, engine: &mut Engine, action: Action) {
+    fn act(&mut self, cx: &mut ClientCx<'_>, engine: &mut Engine, output: Output) {
         let now = cx.now();
-        match action {
-            Action::Connect { conn, addr } => {
+        match output {
+            Output::Io(IoAction::Connect { conn, addr }) => {
                 if self.conns.contains_key(&conn) {
                     self.violations.push(format!("connect reuses {conn:?}"));
                     return;
@@ -295,7 +295,7 @@ impl StnClient {
                 );
                 self.by_socket.insert(socket, conn);
             }
-            Action::Send { conn, data } => {
+            Output::Io(IoAction::Send { conn, data }) => {
                 let Some(c) = self.conns.get(&conn) else {
                     self.violations.push(format!("send on unknown {conn:?}"));
                     return;
@@ -311,14 +311,14 @@ impl StnClient {
                     self.dead.insert(conn);
                 }
             }
-            Action::Close { conn } => {
+            Output::Io(IoAction::Close { conn }) => {
                 if self.conns.contains_key(&conn) {
                     self.forget(cx, conn);
                 } else if !self.dead.remove(&conn) {
                     self.violations.push(format!("close of unknown {conn:?}"));
                 }
             }
-            Action::Resolve { host } => {
+            Output::Resolve { host } => {
                 let addrs = if host == HOST {
                     self.cfg.resolve.clone()
                 } else {
@@ -330,13 +330,15 @@ impl StnClient {
                     Input::Resolved { host, addrs }
                 });
             }
-            Action::AskIdentify => engine.identify_answer(now, IdentifyDecision::Never),
+            Output::Event(Event::AskIdentify) => {
+                engine.identify_answer(now, IdentifyDecision::Never)
+            }
             // The simulated app decodes every response it gets (the bench's
             // tasks do not ask to be judged; a scenario's may).
-            Action::Judge(j) => {
+            Output::Event(Event::Judge(j)) => {
                 engine.judge(now, j.id, Verdict::Accept);
             }
-            Action::Report(r) => {
+            Output::Event(Event::Report(r)) => {
                 if let Some(run) = self.running.get_mut(&r.task) {
                     run.cost.connects += r.connect_attempts;
                     if r.bytes_sent > 0 {
@@ -344,10 +346,10 @@ impl StnClient {
                     }
                 }
                 if let Some(v) = self.reports.as_mut() {
-                    v.push(r);
+                    v.push(*r);
                 }
             }
-            Action::TaskFinished { id, outcome, .. } => {
+            Output::Event(Event::TaskFinished { id, outcome, .. }) => {
                 self.finished_tasks += 1;
                 let Some(mut run) = self.running.remove(&id) else {
                     self.violations
@@ -382,7 +384,9 @@ impl StnClient {
                     cost: run.cost,
                 });
             }
-            Action::Push { .. } | Action::IdentifyResponse { .. } | Action::LongLink(_) => {}
+            // Pushes, identify responses, link status and outputs added later:
+            // nothing the benchmark counts.
+            _ => {}
         }
     }
 
