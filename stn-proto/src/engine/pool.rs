@@ -42,18 +42,27 @@ pub struct PoolConfig {
     /// Redo an attempt that failed on a stale pooled connection at once,
     /// without using a retry.
     pub free_retry_on_stale: bool,
+    /// Whether a reused connection that times out before any response byte
+    /// counts as stale. Mars: yes (any failure before a decodable
+    /// response). stn: no — on a lossy or slow path a timeout says nothing
+    /// about the connection, and turning the pool off makes every later
+    /// call pay a fresh handshake; only a connection the peer closed or
+    /// reset before answering is stale.
+    pub stale_on_timeout: bool,
 }
 
 impl PoolConfig {
     /// Mars's pool: idle for the server's keep-alive timeout (capped at
-    /// 5 min here), 5 idle connections, off for 5 min after a stale reuse,
-    /// which costs the task a retry; stn redoes such an attempt for free.
+    /// 5 min here), 5 idle connections, off for 5 min after a stale reuse
+    /// (any failure before a response), which costs the task a retry. stn
+    /// redoes such an attempt for free, and a timeout is not a stale reuse.
     pub fn for_profile(p: Profile) -> Self {
         PoolConfig {
             max_idle: Duration::from_secs(300),
             max_idle_conns: 5,
             disable_after_stale: Duration::from_secs(300),
             free_retry_on_stale: p == Profile::Stn,
+            stale_on_timeout: p != Profile::Stn,
         }
     }
 }

@@ -212,10 +212,12 @@ impl Engine {
                     let hosts = self.short_hosts(id);
                     self.forget_hosts(&hosts);
                 }
+                let timed_out = matches!(error, Error::Timeout(_));
                 let stale = result.reused
                     && result.first_packet_after.is_none()
                     && !matches!(error, Error::Timeout(TimeoutKind::Task) | Error::Cancelled);
-                if let Some(cfg) = self.config.socket_pool.filter(|_| stale) {
+                let pool = self.config.socket_pool;
+                if let Some(cfg) = pool.filter(|c| stale && (c.stale_on_timeout || !timed_out)) {
                     // The pooled connection was dead: Mars turns the pool off.
                     self.pool_off_until = now + cfg.disable_after_stale;
                     self.pool_clear();

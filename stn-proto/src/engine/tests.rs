@@ -1769,6 +1769,37 @@ fn a_stale_pooled_connection_is_redone_at_once_and_turns_the_pool_off() {
     }
 }
 
+#[test]
+fn a_first_packet_timeout_on_a_pooled_connection_turns_the_pool_off_only_under_mars() {
+    for profile in [Profile::Stn, Profile::Mars] {
+        let mut h = H::new(short_cfg(profile));
+        pooled_conn(&mut h);
+        let id = h.submit(keep_alive_task("b").retry_count(1).hedge(false));
+        // The reused connection stays silent: the attempt times out and the
+        // retry connects afresh.
+        let before = connects(&h.log).len();
+        let mut waited = 0;
+        while connects(&h.log).len() == before {
+            h.advance(secs(1));
+            waited += 1;
+            assert!(waited < 120, "{profile:?}: the retry connects");
+        }
+        let first = h.reports(id)[0].error.clone();
+        assert_eq!(
+            first,
+            Some(Error::Timeout(TimeoutKind::FirstPacket)),
+            "{profile:?}"
+        );
+        let (fresh, _) = *connects(&h.log).last().expect("connect");
+        serve_short(&mut h, fresh, "ok");
+        assert!(h.outcome(id).is_ok(), "{profile:?}");
+        let kept = !closes(&h.log).contains(&fresh);
+        // stn: a timeout is no proof the connection was stale, so the pool
+        // stays on and keeps the fresh connection; Mars turns it off.
+        assert_eq!(kept, profile == Profile::Stn, "{profile:?}");
+    }
+}
+
 /// `n` long-link tasks all in flight at once against a healthy server that
 /// answers every frame, in order, one every `gap`. Returns how many tasks
 /// succeeded and how many times the link went down.
