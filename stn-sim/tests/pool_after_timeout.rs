@@ -10,7 +10,7 @@ use stn_sim::bench::scenario::{
     engine_client, run_engine_sequential, EngineVariant, Platform, RunSpec,
 };
 use stn_sim::bench::stn_client::StnClient;
-use stn_sim::link::{LinkConditions, LossModel};
+use stn_sim::link::LinkConditions;
 use stn_sim::path::{PathConditions, PathSchedule};
 
 fn spec(seed: u64) -> RunSpec {
