@@ -295,7 +295,6 @@ impl<R: Runtime> Builder<R> {
                 ports: self.long_ports.clone(),
                 ips: self.ips.clone(),
                 backup_ips: self.backup_ips.clone(),
-                max_candidates: config.short_link.max_candidates,
                 debug: None,
             });
         }

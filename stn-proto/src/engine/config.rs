@@ -22,7 +22,7 @@ pub const STN_MAX_ABANDONS: u32 = 1000;
 /// bans); else the addresses of `hosts` (each resolved through
 /// [`Output::Resolve`](super::Output::Resolve), Mars's `OnNewDns`) followed by
 /// `ips`, ordered by the endpoint history (banned ones removed), then
-/// `backup_ips` to fill up to `max_candidates`. Duplicates are kept: Mars's
+/// `backup_ips` to fill up to [`Config::max_candidates`]. Duplicates are kept: Mars's
 /// benchmark returned one IP four times so that racing had several attempts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShortLinkEndpoints {
@@ -37,8 +37,6 @@ pub struct ShortLinkEndpoints {
     pub ips: Vec<IpAddr>,
     /// Backup IPs, used after the others.
     pub backup_ips: Vec<IpAddr>,
-    /// Most candidates handed to one race (Mars `kNumMakeCount` = 5).
-    pub max_candidates: usize,
 }
 
 /// Where the long link connects: like [`ShortLinkEndpoints`], with several
@@ -55,8 +53,6 @@ pub struct LongLinkEndpoints {
     pub ips: Vec<IpAddr>,
     /// Backup IPs, used after the others.
     pub backup_ips: Vec<IpAddr>,
-    /// Most candidates handed to one race (Mars: 5).
-    pub max_candidates: usize,
 }
 
 /// Which link a [`Channel::Both`](crate::task::Channel::Both) task uses, and when that is decided.
@@ -110,6 +106,15 @@ pub struct Config {
     pub short_link: ShortLinkEndpoints,
     /// Long-link endpoints; `None` = no long link (every task goes short).
     pub long_link: Option<LongLinkEndpoints>,
+    /// Most candidates handed to one race, on both links (Mars
+    /// `kNumMakeCount` = 5); see [`long_link_races_every_candidate`](Self::long_link_races_every_candidate).
+    pub max_candidates: usize,
+    /// Whether a long-link connect races every candidate instead of the
+    /// first [`max_candidates`](Self::max_candidates) (stn). Mars races five
+    /// and, if all five are dead, waits for its reconnect schedule (5 s and
+    /// more) with the live endpoints never tried. The race stops at the first
+    /// connect, so the extra candidates cost nothing when an early one works.
+    pub long_link_races_every_candidate: bool,
     /// Short-link racing and HTTP caps.
     pub exchange: ExchangeConfig,
     /// Long-link machine configuration (racing, codec, heartbeat, monitor).
@@ -222,17 +227,22 @@ impl Config {
     /// - a short-link request that gets no answer for about 4 RTTs is hedged
     ///   on a fresh connection ([`HedgePolicy`](super::HedgePolicy)): under
     ///   loss an exchange stuck in TCP's retransmission back-off otherwise
-    ///   waits for the first-packet timeout.
+    ///   waits for the first-packet timeout;
+    /// - a long-link connect races every candidate, not only the first five
+    ///   ([`long_link_races_every_candidate`](Self::long_link_races_every_candidate)):
+    ///   with more than five endpoints (IPs × ports) the live ones are
+    ///   reached in the same race instead of after the reconnect schedule.
     pub fn for_profile(profile: Profile) -> Self {
         let mars = Config {
             profile,
             seed: 0,
             short_link: ShortLinkEndpoints {
                 port: 80,
-                max_candidates: 5,
                 ..ShortLinkEndpoints::default()
             },
             long_link: None,
+            max_candidates: 5,
+            long_link_races_every_candidate: false,
             exchange: ExchangeConfig::for_profile(profile),
             long: LongLinkConfig::for_profile(profile),
             timeouts: TimeoutConfig::for_profile(profile),
@@ -269,6 +279,7 @@ impl Config {
                     max_in_flight_short: 64,
                     hedge: Some(super::HedgePolicy::default()),
                     long_link_adaptive_timeouts: false,
+                    long_link_races_every_candidate: true,
                     ..mars
                 };
                 stn.long.heartbeat.rtt_scaled = None;
@@ -298,7 +309,6 @@ impl Config {
         self.long_link = Some(LongLinkEndpoints {
             ips: ips.into_iter().collect(),
             ports: vec![port],
-            max_candidates: 5,
             ..LongLinkEndpoints::default()
         });
         self

@@ -74,6 +74,11 @@ impl Engine {
         let Some(ep) = self.config.long_link.clone() else {
             return;
         };
+        let max = if self.config.long_link_races_every_candidate {
+            usize::MAX
+        } else {
+            self.config.max_candidates
+        };
         let Some(candidates) = self.candidates(
             now,
             ep.debug,
@@ -81,7 +86,7 @@ impl Engine {
             &ep.ips,
             &ep.backup_ips,
             &ep.ports,
-            ep.max_candidates,
+            max,
         ) else {
             self.long_wants_connect = true;
             return;

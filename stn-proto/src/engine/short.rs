@@ -31,7 +31,7 @@ impl Engine {
             &ep.ips,
             &ep.backup_ips,
             &[ep.port],
-            ep.max_candidates,
+            self.config.max_candidates,
         ) else {
             return false; // waiting for a resolve answer
         };

@@ -1,6 +1,8 @@
 //! Script-style tests of the engine's flows, a determinism test and the
 //! proptest state-machine test (in `prop`).
 
+use std::collections::BTreeSet;
+
 use bytes::Bytes;
 
 use super::*;
@@ -1146,6 +1148,42 @@ fn cancel_reports_the_running_attempt() {
     assert_eq!(r[0].channel, Channel::Short);
 }
 
+/// The addresses one long-link race tries when every connect is refused:
+/// the distinct endpoints connected to before the first `Disconnected`.
+fn first_long_race(profile: Profile) -> BTreeSet<SocketAddr> {
+    let mut cfg = Config::for_profile(profile).short_link_ips([ip("10.0.0.1")], 80);
+    cfg.long_link = Some(LongLinkEndpoints {
+        ips: vec![ip("10.0.1.1"), ip("10.0.1.2"), ip("10.0.1.3")],
+        ports: vec![8080, 443],
+        ..LongLinkEndpoints::default()
+    });
+    let mut h = H::new(cfg);
+    let mut tried = BTreeSet::new();
+    let mut answered = 0;
+    for _ in 0..400 {
+        let c = connects(&h.log);
+        for &(conn, addr) in &c[answered..] {
+            tried.insert(addr);
+            h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Refused));
+        }
+        answered = c.len();
+        let down = Output::Event(Event::LongLink(LinkStatus::Disconnected));
+        if h.log.contains(&down) {
+            return tried;
+        }
+        h.advance(Duration::from_millis(50));
+    }
+    panic!("{profile:?}: the race ends");
+}
+
+#[test]
+fn a_long_link_race_reaches_every_candidate_under_stn_and_five_under_mars() {
+    // 3 IPs × 2 ports = 6 endpoints, one cap for both links (5).
+    assert_eq!(Config::for_profile(Profile::Stn).max_candidates, 5);
+    assert_eq!(first_long_race(Profile::Stn).len(), 6);
+    assert_eq!(first_long_race(Profile::Mars).len(), 5);
+}
+
 #[test]
 fn long_link_candidates_come_from_resolve_and_fall_back_when_it_times_out() {
     let mut cfg = Config::for_profile(Profile::Mars).short_link_ips([ip("10.0.0.1")], 80);
@@ -1153,7 +1191,6 @@ fn long_link_candidates_come_from_resolve_and_fall_back_when_it_times_out() {
         hosts: vec!["long.example".into()],
         ports: vec![8080, 443],
         backup_ips: vec![ip("10.0.2.2")],
-        max_candidates: 5,
         ..LongLinkEndpoints::default()
     });
     let mut h = H::new(cfg.clone());

@@ -87,7 +87,6 @@ impl StnClientConfig {
             engine.long_link = Some(stn_proto::engine::LongLinkEndpoints {
                 hosts: vec![HOST.to_owned()],
                 ports: vec![p],
-                max_candidates: 5,
                 ..Default::default()
             });
         }
