@@ -17,7 +17,7 @@ use crate::time::{Duration, Instant, MonotonicClock};
 ///
 /// ```text
 /// own   = server_cost + rto_multiplier·rto + send_len/tput + n·min(TaskDelay, srtt)
-/// F     = min(backoff(max(own, first_packet_floor)), F_mars)
+/// F     = min(backoff(max(own, first_packet_floor, first_packet_floor_rtts·srtt)), F_mars)
 /// RW    = min(F + max(kMaxRecvLen/tput, receive_floor), RW_mars)
 /// gap   = min(backoff(max(packet_gap_rto_multiplier·rto, packet_gap_floor)), gap_mars)
 /// ```
@@ -33,6 +33,10 @@ pub struct AdaptiveConfig {
     /// Shortest first-packet timeout, 2 s: protects slow servers, and covers
     /// one TCP retransmission at Linux's initial 1 s RTO.
     pub first_packet_floor: Duration,
+    /// The floor in smoothed RTTs, when that is longer than
+    /// `first_packet_floor`: on a long path the TCP underneath needs several
+    /// RTTs to repair one lost segment, and a fixed floor would fire first.
+    pub first_packet_floor_rtts: u32,
     /// Shortest allowance for receiving the response after the first-packet
     /// deadline (1 s).
     pub receive_floor: Duration,
@@ -50,6 +54,7 @@ impl AdaptiveConfig {
         rtt: RttConfig::STN,
         rto_multiplier: 2,
         first_packet_floor: Duration::from_secs(2),
+        first_packet_floor_rtts: 5,
         receive_floor: Duration::from_secs(1),
         packet_gap_rto_multiplier: 4,
         packet_gap_floor: Duration::from_secs(3),
@@ -259,8 +264,11 @@ impl AdaptiveTimeouts {
             .saturating_add(self.rtt.rto().saturating_mul(a.rto_multiplier))
             .saturating_add(transfer_time(input.send_len, self.rate(input.net)))
             .saturating_add(mul_count(col.task_delay.min(srtt), n));
+        let floor = a
+            .first_packet_floor
+            .max(srtt.saturating_mul(a.first_packet_floor_rtts));
         backoff(
-            own.max(a.first_packet_floor),
+            own.max(floor),
             a.backoff_percent,
             self.consecutive_timeouts,
             mars,
@@ -484,6 +492,25 @@ mod tests {
             },
         );
         assert_eq!(t.consecutive_timeouts(), 0);
+        assert_eq!(t.first_packet_timeout(&input), ms(2_000));
+    }
+
+    #[test]
+    fn the_floor_follows_a_long_rtt_and_comes_back_when_it_shrinks() {
+        let mut t = machine(Profile::Stn, W);
+        let input = AttemptInput::new(W, 200);
+        // A 600 ms path: 2·rto is below 2 s, but TCP needs several RTTs to
+        // repair one loss there, so the floor is 5 smoothed RTTs.
+        for _ in 0..20 {
+            t.on_connect_sample(ms(600));
+        }
+        assert_eq!(t.rtt().srtt(), Some(ms(600)));
+        assert_eq!(t.first_packet_timeout(&input), ms(3_000));
+        // The path gets short again: the floor is back to 2 s.
+        for _ in 0..40 {
+            t.on_connect_sample(ms(60));
+        }
+        assert!(t.rtt().srtt() < Some(ms(100)));
         assert_eq!(t.first_packet_timeout(&input), ms(2_000));
     }
 
