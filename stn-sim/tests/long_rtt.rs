@@ -59,18 +59,17 @@ fn run(sp: impl Fn(u64) -> RunSpec, edit: impl Fn(&mut Config)) -> (f64, u64, us
     sum
 }
 
+/// A fixed 2 s first-packet floor (the rule before it followed the RTT).
+fn fixed_floor(c: &mut Config) {
+    let adaptive = c.timeouts.adaptive.as_mut().expect("stn adapts");
+    adaptive.first_packet_floor_rtts = 0;
+}
+
 #[test]
 fn a_timeout_on_a_pooled_connection_keeps_the_pool_on() {
     // With a fixed 2 s first-packet floor, so that pooled connections do
     // time out on this path: the two runs differ in the pool rule alone.
     let sp = |seed| spec(seed, None, true);
-    let fixed_floor = |c: &mut Config| {
-        c.timeouts
-            .adaptive
-            .as_mut()
-            .expect("stn adapts")
-            .first_packet_floor_rtts = 0;
-    };
     let kept = run(sp, fixed_floor);
     let off = run(sp, |c| {
         fixed_floor(c);
@@ -90,13 +89,7 @@ fn a_timeout_on_a_pooled_connection_keeps_the_pool_on() {
 fn the_first_packet_floor_follows_the_rtt() {
     let sp = |seed| spec(seed, Some(0), false);
     let following = run(sp, |_| {});
-    let fixed = run(sp, |c| {
-        c.timeouts
-            .adaptive
-            .as_mut()
-            .expect("stn adapts")
-            .first_packet_floor_rtts = 0;
-    });
+    let fixed = run(sp, fixed_floor);
     assert!(
         following.2 < fixed.2,
         "fewer failed calls: {following:?} vs {fixed:?}"
