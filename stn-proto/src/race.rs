@@ -116,11 +116,15 @@
 //!   With a single address the stagger opens a second and third socket to it
 //!   while the first is still connecting; on a healthy path the first connects
 //!   within the stagger (2·RTT + 50 ms) and no second socket is opened.
-//! - **Losers** still connecting when another attempt wins are all reported as
+//! - **Losers** still connecting when another attempt wins are reported as
 //!   [`AttemptResult::Lost`], which carries no verdict: a slower handshake is
-//!   not evidence that an address is bad (Mars's `ETIMEDOUT` for earlier
-//!   losers can ban a good address whose one SYN was lost). The ban module
-//!   decides what, if anything, to record.
+//!   not evidence that an address is bad (Mars's `ETIMEDOUT` for every earlier
+//!   loser can ban a good address whose one SYN was lost). The exception
+//!   ([`LoserReports::Outpaced`]): a loser on another address, started
+//!   before the winner and unanswered for twice the winner's connect time
+//!   plus 100 ms, is [`AttemptResult::Outpaced`] — most likely a black hole,
+//!   which would otherwise stay first in the order forever. The ban module
+//!   decides what to record.
 //!
 //! When the overall deadline passes, every attempt in flight (passive ones
 //! included) is cancelled and reported as failed with
@@ -330,8 +334,17 @@ pub enum LoserReports {
     /// Mars: losers started before the winner are reported as failed with
     /// [`ConnectError::TimedOut`] (`ETIMEDOUT`); later ones are not reported.
     MarsLowerIndexTimedOut,
-    /// stn: every loser is reported as [`AttemptResult::Lost`] (no verdict).
+    /// Every loser is reported as [`AttemptResult::Lost`] (no verdict).
     AllLost,
+    /// stn: a loser on another address than the winner's, started before it
+    /// and unanswered for at least twice the winner's connect time plus
+    /// 100 ms, is reported as [`AttemptResult::Outpaced`]; the others as
+    /// [`AttemptResult::Lost`]. The same path answered the winner in that
+    /// time, so the loser's address is most likely a black hole: without a
+    /// verdict it would stay first in the order and cost every call a
+    /// stagger. One lost SYN of a good address only reorders it (the history
+    /// needs repeated failures to ban, and never bans the last candidate).
+    Outpaced,
 }
 
 /// Configuration of a [`Race`].
@@ -403,7 +416,7 @@ impl RaceConfig {
                 floor: Some(ProbeFloor::default()),
                 max_rounds: None,
                 overall_timeout: Some(Duration::from_secs(20)),
-                loser_reports: LoserReports::AllLost,
+                loser_reports: LoserReports::Outpaced,
             },
         }
     }
@@ -444,6 +457,10 @@ pub enum AttemptResult {
     Abandoned,
     /// stn cancelled it because another attempt won (no verdict).
     Lost,
+    /// stn cancelled it because another attempt, on another address and
+    /// started later, won well before it answered
+    /// ([`LoserReports::Outpaced`]): a failure of its address.
+    Outpaced,
 }
 
 /// Why a race failed.
@@ -658,14 +675,23 @@ impl Race {
         let addr = self.attempts[i].addr;
         self.end_attempt(i, now, AttemptState::Connected);
         self.push_report(i, AttemptResult::Connected { connect_time });
+        let outpaced_after = connect_time
+            .saturating_mul(2)
+            .saturating_add(Duration::from_millis(100));
         for j in 0..self.attempts.len() {
             if self.attempts[j].state != AttemptState::Connecting {
                 continue;
             }
+            let loser = &self.attempts[j];
+            let outpaced = j < i && loser.addr != addr && now - loser.started >= outpaced_after;
             self.end_attempt(j, now, AttemptState::Lost);
             self.push_cancel(j);
             match self.config.loser_reports {
                 LoserReports::AllLost => self.push_report(j, AttemptResult::Lost),
+                LoserReports::Outpaced if outpaced => {
+                    self.push_report(j, AttemptResult::Outpaced);
+                }
+                LoserReports::Outpaced => self.push_report(j, AttemptResult::Lost),
                 LoserReports::MarsLowerIndexTimedOut if j < i => {
                     self.push_report(j, AttemptResult::Failed(ConnectError::TimedOut));
                 }

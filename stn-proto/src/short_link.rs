@@ -214,8 +214,11 @@ pub struct EndpointReport {
 
 impl EndpointReport {
     /// What a racing attempt's end says about its address: a connect time,
-    /// a connect failure, or — cancelled by stn (abandoned, or another attempt
-    /// was faster) — nothing.
+    /// a connect failure, an abandoned attempt (its SYNs went unanswered for
+    /// longer than a retransmission and a round trip: a failure, so a black
+    /// hole is demoted like a refusing endpoint — the history never bans the
+    /// last candidate), one outpaced by a later attempt on another address
+    /// (also a failure), or — another attempt was merely faster — nothing.
     pub fn from_attempt(addr: SocketAddr, result: AttemptResult) -> Option<Self> {
         match result {
             AttemptResult::Connected { connect_time } => Some(EndpointReport {
@@ -233,7 +236,16 @@ impl EndpointReport {
                     error,
                 }),
             }),
-            AttemptResult::Abandoned | AttemptResult::Lost => None,
+            AttemptResult::Abandoned | AttemptResult::Outpaced => Some(EndpointReport {
+                addr,
+                ok: false,
+                connect_time: None,
+                error: Some(Error::Connect {
+                    addr: Some(addr),
+                    error: ConnectError::AttemptTimeout,
+                }),
+            }),
+            AttemptResult::Lost => None,
         }
     }
 }

@@ -1701,6 +1701,53 @@ fn no_hedge_after_a_response_byte_for_large_requests_opted_out_tasks_or_under_ma
     assert!(connects(&h.advance(secs(5))).is_empty());
 }
 
+/// Calls, one after another, with two black-holed endpoints (SYNs never
+/// answered) beside a live one: the endpoints each call connects to.
+fn calls_beside_black_holes(profile: Profile, calls: usize) -> Vec<Vec<IpAddr>> {
+    let live = ip("10.0.0.3");
+    let cfg =
+        Config::for_profile(profile).short_link_ips([ip("10.0.0.1"), ip("10.0.0.2"), live], 80);
+    let mut h = H::new(cfg);
+    let mut tried = Vec::new();
+    for i in 0..calls {
+        let before = connects(&h.log).len();
+        let id = h.submit(short_task(&format!("call {i}")).retry_count(0));
+        let mut waited = 0;
+        while h.e.has_task(id) {
+            let new = connects(&h.log)[before..].to_vec();
+            if let Some(&(conn, _)) = new.iter().find(|(_, a)| a.ip() == live) {
+                serve_short(&mut h, conn, "ok");
+                break;
+            }
+            h.advance(Duration::from_millis(100));
+            waited += 1;
+            assert!(
+                waited < 600,
+                "{profile:?}: call {i} reaches the live endpoint"
+            );
+        }
+        assert!(h.outcome(id).is_ok(), "{profile:?}: call {i}");
+        tried.push(
+            connects(&h.log)[before..]
+                .iter()
+                .map(|(_, a)| a.ip())
+                .collect(),
+        );
+    }
+    tried
+}
+
+#[test]
+fn abandoned_syns_demote_black_holes() {
+    // Once a black hole's SYNs have been abandoned, later calls go to the
+    // live endpoint first: every call after the first two connects there
+    // alone.
+    let tried = calls_beside_black_holes(Profile::Stn, 10);
+    for (i, t) in tried.iter().enumerate().skip(2) {
+        assert_eq!(t, &[ip("10.0.0.3")], "call {i}: {tried:?}");
+    }
+}
+
 // ------------------------------------------------------------ socket pool ----
 
 fn keep_alive_task(body: &str) -> Task {

@@ -232,7 +232,8 @@ impl Model {
                         }
                         AttemptResult::Failed(_)
                         | AttemptResult::Abandoned
-                        | AttemptResult::Lost => {
+                        | AttemptResult::Lost
+                        | AttemptResult::Outpaced => {
                             assert_eq!(a.track, Track::Cancelled, "report without an answer");
                         }
                     }

@@ -1201,7 +1201,7 @@ mod model {
                                     attempt.0
                                 );
                             }
-                            R::Connected { .. } | R::Lost => {}
+                            R::Connected { .. } | R::Lost | R::Outpaced => {}
                         }
                         if result == R::Abandoned {
                             assert!(
@@ -1209,7 +1209,7 @@ mod model {
                                 "abandoned without a replacement"
                             );
                         }
-                        if matches!(result, R::Abandoned | R::Lost) {
+                        if matches!(result, R::Abandoned | R::Lost | R::Outpaced) {
                             assert!(
                                 !self.is_mars(),
                                 "Mars profiles never abandon or report Lost"

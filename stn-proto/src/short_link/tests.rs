@@ -250,10 +250,16 @@ fn race_picks_the_working_candidate_and_closes_the_losers() {
     assert_eq!(h.ex.poll_timeout(), Some(at(260)));
     assert_eq!(h.tick(259), vec![]);
     assert_eq!(h.tick(260), vec![connect(3, 3)]);
-    // 3 connects: it wins, 2 (still connecting, no verdict) is closed.
+    // 3 connects: it wins, 2 (still connecting) is closed. It waited 290 ms
+    // where 3 took 40: outpaced, a failure of its address.
     assert_eq!(
         h.ev(300, 3, ConnEvent::Connected),
-        vec![ok_connect(3, 40), close(2), send(3)]
+        vec![
+            ok_connect(3, 40),
+            close(2),
+            connect_failed(2, ConnectError::AttemptTimeout),
+            send(3)
+        ]
     );
     // A late connect of the loser is ignored.
     assert_eq!(h.ev(310, 2, ConnEvent::Connected), vec![]);
@@ -271,18 +277,26 @@ fn race_picks_the_working_candidate_and_closes_the_losers() {
 }
 
 #[test]
-fn abandoned_attempts_are_closed_without_a_report() {
+fn abandoned_attempts_are_closed_and_count_against_their_address() {
     // stn abandons an attempt whose SYNs look lost (1.6 s without an RTT
-    // hint) and starts a fresh one at once: no verdict on the address. The
-    // first attempt is also the race's first floor attempt (Mars's schedule):
-    // it only gives up its slot and keeps its socket.
+    // hint) and starts a fresh one at once; the address is reported as
+    // failed (a black hole is demoted, as a refusing address is). The first
+    // attempt is also the race's first floor attempt (Mars's schedule): it
+    // only gives up its slot and keeps its socket, with no verdict.
     let mut h = H::start(Profile::Stn, request(&[1, 2, 3, 4]));
     assert_eq!(h.drain(), vec![connect(1, 1)]);
     assert_eq!(h.tick(250), vec![connect(2, 2)]);
     assert_eq!(h.tick(500), vec![connect(3, 3)]);
     assert_eq!(h.tick(1_600), vec![connect(4, 4)]);
     assert!(h.ex.owns(c(1)));
-    assert_eq!(h.tick(1_850), vec![close(2), connect(5, 1)]);
+    assert_eq!(
+        h.tick(1_850),
+        vec![
+            close(2),
+            connect_failed(2, ConnectError::AttemptTimeout),
+            connect(5, 1)
+        ]
+    );
     assert!(!h.ex.owns(c(2)));
     // The abandoned conn's late events are ignored.
     assert_eq!(h.ev(1_900, 2, ConnEvent::Connected), vec![]);
