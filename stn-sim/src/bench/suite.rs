@@ -30,7 +30,8 @@ pub enum Suite {
     /// Beyond: the loss suite over the long link (engine clients), with the
     /// recommended peers (keep-alive) beside them.
     LongLink,
-    /// Beyond: bursty (Gilbert–Elliott) loss, mean 10/30/50 %, bursts of 4.
+    /// Beyond: bursty (Gilbert–Elliott) loss, mean 10/30/50 %, bursts of
+    /// [`BURSTY_MEAN_BURST`] (in time).
     Bursty,
     /// Beyond: the loss suite with the peers as their docs recommend
     /// (OkHttp 5 shared client, NSURLSession shared session) against stn.
@@ -166,6 +167,10 @@ impl SensitivityVariant {
     }
 }
 
+/// Mean burst of the bursty suite: 200 ms (bursts are in time; a burst of
+/// 200 ms covers about three round trips of the 60 ms loss path).
+pub const BURSTY_MEAN_BURST: Duration = Duration::from_millis(200);
+
 /// The loss scenarios: (name, conditions).
 pub fn loss_scenarios() -> Vec<(String, PathConditions)> {
     let mut v = vec![
@@ -236,7 +241,7 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
                             format!("bursty-{p}%"),
                             Preset::LossPercent(0.0)
                                 .conditions()
-                                .with_bursty_loss(f64::from(p) / 100.0, 4.0),
+                                .with_bursty_loss(f64::from(p) / 100.0, BURSTY_MEAN_BURST),
                         )
                     })
                     .collect(),
