@@ -505,6 +505,7 @@ impl Scenario {
             long_link,
             retry_count,
             dns_copies,
+            candidates: Vec::new(),
             keep_alive_server: self.keep_alive_server,
             seed: self.seed,
             run: 0,

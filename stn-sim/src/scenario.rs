@@ -613,6 +613,7 @@ impl Scenario {
             long_link: self.workload.long_link,
             retry_count: self.workload.retry_count,
             dns_copies: self.workload.dns_copies,
+            candidates: Vec::new(),
             keep_alive_server: self.workload.keep_alive_server,
             seed: run_seed(seed, &self.name, run),
             run,

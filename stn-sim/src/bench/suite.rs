@@ -205,6 +205,7 @@ fn spec(suite: Suite, scenario: &str, path: PathSchedule, seed: u64, run: u32) -
         long_link: false,
         retry_count: Some(0),
         dns_copies: BENCHMARK_DNS_COPIES,
+        candidates: Vec::new(),
         keep_alive_server: false,
         seed: run_seed(seed, suite, scenario, run),
         run,
