@@ -147,7 +147,7 @@ impl BurstClock {
         };
         while until <= t {
             bad = !bad;
-            until = until + self.sojourn(ge, bad);
+            until += self.sojourn(ge, bad);
         }
         self.state = Some((bad, until));
         (bad, until)
@@ -623,7 +623,7 @@ mod tests {
             let mut x = t;
             while x < up {
                 assert_eq!(l.offer(x, 10), LinkVerdict::Lost, "{x:?} < {up:?}");
-                x = x + Duration::from_millis(7);
+                x += Duration::from_millis(7);
             }
             assert!(matches!(l.offer(up, 10), LinkVerdict::Deliver(_)));
             t = up + Duration::from_millis(150);

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! stn-sim bench [--quick] [--seed N] [--suite NAME]... [--no-tuned] [--out DIR]
+//!               [--known-misses FILE] [--write-known-misses FILE]
 //! stn-sim run SCENARIO.toml [--seed N] [--out DIR]
 //! stn-sim trace [--seed N] [--scenario SCENARIO.toml] [--client NAME] [--run N]
 //! ```
@@ -12,6 +13,11 @@
 //!   charts into `--out` (default `target/stn-bench/`), and ends with the
 //!   speed line on stderr. Progress (one line per run) goes to stderr, so
 //!   stdout is exactly the tables and the same for the same command.
+//! - `bench --known-misses FILE` (the matrix gate in CI) exits non-zero
+//!   when a matrix cell misses the gate and is not listed in FILE (see
+//!   `stn_sim::bench::gate`); listed cells that now pass are named so the
+//!   list can shrink. `--write-known-misses FILE` writes the current misses
+//!   in that format.
 //! - `run` runs a scenario file (format: `stn_sim::scenario`) and prints the
 //!   same tables; `--out` also writes the report files.
 //! - `trace` prints one run's simulator trace, one event per line, then its
@@ -79,6 +85,13 @@ struct BenchArgs {
     /// Directory for report.md, report.json and the charts.
     #[arg(long, value_name = "DIR", default_value = "target/stn-bench")]
     out: PathBuf,
+    /// Matrix gate: exit non-zero when a matrix cell misses and is not in
+    /// this list (one `platform scenario` per line, `#` comments).
+    #[arg(long, value_name = "FILE")]
+    known_misses: Option<PathBuf>,
+    /// Write the matrix cells that miss, in the known-misses format.
+    #[arg(long, value_name = "FILE")]
+    write_known_misses: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -230,7 +243,55 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         eprintln!("wrote {}", f.display());
     }
     eprintln!("{}", speed_line(&report.runs, wall));
-    Ok(())
+    matrix_gate(&a, &report.runs, &command)
+}
+
+/// The matrix gate against the known-misses list (`--known-misses`), and
+/// the list of today's misses (`--write-known-misses`).
+fn matrix_gate(a: &BenchArgs, runs: &[RunRecord], command: &str) -> Result<(), String> {
+    use stn_sim::bench::gate;
+    let verdicts = gate::verdicts(runs);
+    let misses = verdicts.iter().filter(|v| !v.met()).count();
+    if !verdicts.is_empty() {
+        eprintln!("matrix gate: {} cells, {misses} misses", verdicts.len());
+    }
+    if let Some(path) = &a.write_known_misses {
+        std::fs::write(path, gate::known_misses_file(&verdicts, command))
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    let Some(path) = &a.known_misses else {
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("reading the known-misses list {}: {e}", path.display()))?;
+    let known = gate::parse_known_misses(&text);
+    if verdicts.is_empty() {
+        return Err("--known-misses given but the matrix suite did not run".into());
+    }
+    let (new, fixed) = gate::check_known(&verdicts, &known);
+    for k in &fixed {
+        eprintln!(
+            "matrix gate: `{k}` now passes: remove it from {}",
+            path.display()
+        );
+    }
+    if new.is_empty() {
+        eprintln!(
+            "matrix gate: every miss is a known one ({} listed in {})",
+            known.len(),
+            path.display()
+        );
+        return Ok(());
+    }
+    for k in &new {
+        eprintln!("matrix gate: NEW MISS `{k}`");
+    }
+    Err(format!(
+        "{} matrix cell(s) miss the gate and are not in {}",
+        new.len(),
+        path.display()
+    ))
 }
 
 fn run(a: RunArgs) -> Result<(), String> {

@@ -36,11 +36,16 @@ pub enum Suite {
     /// Beyond: the loss suite with the peers as their docs recommend
     /// (OkHttp 5 shared client, NSURLSession shared session) against stn.
     Recommended,
+    /// Beyond: the condition matrix (issue 11, [`crate::bench::matrix`]):
+    /// a pairwise covering design over RTT, loss, bandwidth, jitter, dead
+    /// endpoints, outages, TCP stack, link and retry count, plus an outage
+    /// sweep in 0.1 s steps; gated per cell ([`crate::bench::gate`]).
+    Matrix,
 }
 
 impl Suite {
     /// Every suite, in report order.
-    pub const ALL: [Suite; 7] = [
+    pub const ALL: [Suite; 8] = [
         Suite::Loss,
         Suite::Sensitivity,
         Suite::RequestSize,
@@ -48,6 +53,7 @@ impl Suite {
         Suite::LongLink,
         Suite::Bursty,
         Suite::Recommended,
+        Suite::Matrix,
     ];
 
     /// The suite's name in records and on the command line.
@@ -60,6 +66,7 @@ impl Suite {
             Suite::LongLink => "long_link",
             Suite::Bursty => "bursty",
             Suite::Recommended => "recommended",
+            Suite::Matrix => "matrix",
         }
     }
 
@@ -186,7 +193,7 @@ pub fn loss_scenarios() -> Vec<(String, PathConditions)> {
     v
 }
 
-fn run_seed(seed: u64, suite: Suite, scenario: &str, run: u32) -> u64 {
+pub(crate) fn run_seed(seed: u64, suite: Suite, scenario: &str, run: u32) -> u64 {
     // The same seed for every client of one scenario run: same loss streams.
     let mut h = crate::trace::Fnv64::new();
     h.write(suite.name().as_bytes());
@@ -345,6 +352,11 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
                         }
                     }
                 }
+            }
+        }
+        Suite::Matrix => {
+            for cell in crate::bench::matrix::cells(opts.quick) {
+                cell.run(opts.seed, |r| opts.emit(&r, &mut out));
             }
         }
         Suite::RequestSize | Suite::ResponseSize => {
