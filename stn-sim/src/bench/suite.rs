@@ -16,7 +16,8 @@ use crate::preset::Preset;
 /// A benchmark suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Suite {
-    /// 500 successes one at a time, retry 0, on 3G, 2G, 10/30/50/70 % loss.
+    /// 500 successes one at a time, retry 0, on 3G, 2G, 10/30/50/70 % loss;
+    /// iOS, Android (Linux < 6.5) and Android on Linux ≥ 6.5.
     Loss,
     /// 100 % loss for R = 5, 10, … 40 s, then the normal network; one call
     /// per client at t = 0; 3 runs. Nominal scenario (`outage-Rs`: the
@@ -34,7 +35,8 @@ pub enum Suite {
     /// [`BURSTY_MEAN_BURST`] (in time).
     Bursty,
     /// Beyond: the loss suite with the peers as their docs recommend
-    /// (OkHttp 5 shared client, NSURLSession shared session) against stn.
+    /// (OkHttp 5 shared client, NSURLSession shared session) against stn;
+    /// on the same three platforms as [`Suite::Loss`].
     Recommended,
     /// Beyond: the condition matrix (issue 11, [`crate::bench::matrix`]):
     /// a pairwise covering design over RTT, loss, bandwidth, jitter, dead
@@ -255,8 +257,15 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
                     .collect(),
                 _ => loss_scenarios(),
             };
+            // Android on Linux >= 6.5 beside Linux < 6.5 where the peers'
+            // faster SYN schedule matters most: the loss and
+            // recommended-peer tables (issue 11 point 5).
+            let platforms: &[Platform] = match suite {
+                Suite::Loss | Suite::Recommended => &Platform::WITH_LINUX_6_5,
+                _ => &Platform::ALL,
+            };
             for (name, cond) in scenarios {
-                for platform in Platform::ALL {
+                for &platform in platforms {
                     let clients = match suite {
                         Suite::Recommended => {
                             let mut v = vec![ClientKind::STN];
