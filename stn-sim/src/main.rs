@@ -4,7 +4,7 @@
 //! stn-sim bench [--quick] [--seed N] [--suite NAME]... [--no-tuned] [--out DIR]
 //!               [--known-misses FILE] [--write-known-misses FILE]
 //! stn-sim run SCENARIO.toml [--seed N] [--out DIR]
-//! stn-sim trace [--seed N] [--scenario SCENARIO.toml] [--client NAME] [--run N]
+//! stn-sim trace [--seed N] [--scenario SCENARIO.toml | --matrix-cell KEY [--quick]] [--client NAME] [--run N]
 //! ```
 //!
 //! - `bench` runs the benchmark suites of `reference/stn-benchmark.md`
@@ -22,7 +22,9 @@
 //!   same tables; `--out` also writes the report files.
 //! - `trace` prints one run's simulator trace, one event per line, then its
 //!   hash. Without `--scenario` it runs a built-in one (stn on 3G + 30 %
-//!   loss, three calls).
+//!   loss, three calls); `--matrix-cell "android sweep outage-13.9s"`
+//!   replays a matrix cell (its key as the gate prints it; `--run` is the
+//!   seed index 0–4, `--quick` the quick size).
 //!
 //! The default seed is [`DEFAULT_SEED`] (1), so a bare `stn-sim bench`
 //! always reproduces the same report.
@@ -121,6 +123,13 @@ struct TraceArgs {
     /// Which run of the scenario (each run has its own derived seed).
     #[arg(long, default_value_t = 0)]
     run: u32,
+    /// A matrix cell instead of a scenario: its key (`platform scenario`,
+    /// as the gate and the known-misses list print it).
+    #[arg(long, value_name = "KEY", conflicts_with = "scenario")]
+    matrix_cell: Option<String>,
+    /// With `--matrix-cell`: the quick size (fewer calls), as `bench --quick`.
+    #[arg(long, requires = "matrix_cell")]
+    quick: bool,
 }
 
 fn parse_suite(s: &str) -> Result<Suite, String> {
@@ -326,6 +335,23 @@ fn run(a: RunArgs) -> Result<(), String> {
 }
 
 fn trace(a: TraceArgs) -> Result<(), String> {
+    if let Some(key) = &a.matrix_cell {
+        let cell = stn_sim::bench::matrix::find_cell(key, a.quick).ok_or_else(|| {
+            format!(
+                "no matrix cell {key:?} (keys are `platform scenario`, as report.md prints them)"
+            )
+        })?;
+        let client = a.client.clone().unwrap_or_else(|| "stn".to_owned());
+        let t = cell.trace(&client, a.seed, a.run)?;
+        print_trace(
+            &t,
+            &format!(
+                "matrix cell {key} client {client} seed {} run {}",
+                a.seed, a.run
+            ),
+        );
+        return Ok(());
+    }
     let scenario = match &a.scenario {
         Some(p) => Scenario::from_path(p).map_err(|e| e.to_string())?,
         None => {
@@ -348,23 +374,31 @@ fn trace(a: TraceArgs) -> Result<(), String> {
             .ok_or("the scenario has only the oracle, which has no packet trace")?,
     };
     let t = scenario.trace(&client, a.seed, a.run)?;
+    print_trace(
+        &t,
+        &format!(
+            "scenario {} client {client} seed {} run {}",
+            scenario.name, a.seed, a.run
+        ),
+    );
+    Ok(())
+}
+
+/// Prints a trace, one event per line, then `# {what}: …` and its hash.
+fn print_trace(t: &stn_sim::bench::scenario::TraceRun, what: &str) {
     let mut out = String::with_capacity(t.events.len() * 80);
     for e in &t.events {
         out.push_str(e);
         out.push('\n');
     }
     out.push_str(&format!(
-        "# scenario {} client {client} seed {} run {}: {} events, ended at {:?} ({:?})\ntrace hash: {:016x}\n",
-        scenario.name,
-        a.seed,
-        a.run,
+        "# {what}: {} events, ended at {:?} ({:?})\ntrace hash: {:016x}\n",
         t.events.len(),
         t.end,
         t.outcome,
         t.hash
     ));
     print!("{out}");
-    Ok(())
 }
 
 fn main() -> ExitCode {

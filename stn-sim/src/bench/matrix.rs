@@ -357,6 +357,11 @@ fn sweep_name(len: Duration) -> String {
     format!("sweep outage-{:.1}s", len.as_secs_f64())
 }
 
+/// The cell whose [`Cell::key`] is `key` (quick or full size).
+pub fn find_cell(key: &str, quick: bool) -> Option<Cell> {
+    cells(quick).into_iter().find(|c| c.key() == key)
+}
+
 /// Every cell of the suite: the design, then the sweep.
 pub fn cells(quick: bool) -> Vec<Cell> {
     let mut v = design_cells(quick);
@@ -399,6 +404,45 @@ impl Cell {
             ),
             run,
         }
+    }
+
+    /// `platform scenario`: the key of the gate and the known-misses list.
+    pub fn key(&self) -> String {
+        format!("{} {}", self.platform.name(), self.name)
+    }
+
+    /// The client of this cell whose report name is `name`.
+    pub fn client_named(&self, name: &str) -> Option<ClientKind> {
+        self.clients()
+            .into_iter()
+            .find(|c| c.name(self.platform) == name)
+    }
+
+    /// Runs `client` once (seed index `run`) with every trace event kept,
+    /// exactly as the bench ran it (same spec, same hash).
+    pub fn trace(
+        &self,
+        client: &str,
+        seed: u64,
+        run: u32,
+    ) -> Result<crate::bench::scenario::TraceRun, String> {
+        let kind = self.client_named(client).ok_or_else(|| {
+            let names: Vec<&str> = self
+                .clients()
+                .iter()
+                .map(|c| c.name(self.platform))
+                .collect();
+            format!(
+                "client {client:?} is not in this cell (it has {})",
+                names.join(", ")
+            )
+        })?;
+        crate::bench::scenario::run_traced(
+            &kind,
+            self.platform,
+            &self.spec(&kind, seed, run),
+            self.calls,
+        )
     }
 
     /// Runs every client of the cell over [`SEEDS`] seeds.
