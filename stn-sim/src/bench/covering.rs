@@ -43,7 +43,7 @@ fn pair_offsets(sizes: &[usize]) -> (Vec<Vec<usize>>, usize) {
 
 /// A row set covering every pair of values of every two axes of `sizes`
 /// (each size at least 1). Deterministic for a given `seed`: the seed only
-/// breaks ties. Each row is chosen greedily from [`CANDIDATES`] candidates,
+/// breaks ties. Each row is chosen greedily from 24 candidates,
 /// each seeded with an uncovered pair and completed axis by axis with the
 /// value that covers the most still-uncovered pairs.
 pub fn covering_design(sizes: &[usize], seed: u64) -> Vec<Vec<usize>> {
