@@ -14,7 +14,8 @@
 //! ```
 //!
 //! - [`Suite`]: `Suite::ALL`, [`Suite::name`] (`loss`, `sensitivity`,
-//!   `request_size`, `response_size`, `long_link`, `bursty`, `recommended`),
+//!   `request_size`, `response_size`, `long_link`, `bursty`, `recommended`,
+//!   `matrix`),
 //!   [`Suite::from_name`], [`Suite::is_published`].
 //! - [`BenchOptions`] `{ seed, quick, tuned, progress }`: `quick` = 50
 //!   successes instead of 500, 10 calls instead of 50, one sensitivity run
@@ -61,8 +62,11 @@
 //! seam), [`long_server`] (the long-link server app), [`scenario`] (platforms,
 //! clients, runners), [`suite`].
 
+pub mod covering;
 pub mod fidelity;
+pub mod gate;
 pub mod long_server;
+pub mod matrix;
 pub mod record;
 pub mod scenario;
 pub mod stn_client;

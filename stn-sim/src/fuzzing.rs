@@ -309,7 +309,7 @@ pub enum LossChoice {
     /// Bernoulli loss of `percent % 91` %.
     Percent(u8),
     /// Gilbert–Elliott loss of average `percent % 91` % in bursts of
-    /// `1 + burst % 8` packets.
+    /// `(1 + burst % 8) × 50 ms` on average.
     Bursty {
         /// Average loss selector.
         percent: u8,
@@ -327,7 +327,7 @@ impl LossChoice {
             LossChoice::Bursty { percent, burst } => {
                 LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
                     f64::from(percent % 91) / 100.0,
-                    f64::from(1 + burst % 8),
+                    stn_proto::time::Duration::from_millis(50 * u64::from(1 + burst % 8)),
                 ))
             }
         }
@@ -505,6 +505,7 @@ impl Scenario {
             long_link,
             retry_count,
             dns_copies,
+            candidates: Vec::new(),
             keep_alive_server: self.keep_alive_server,
             seed: self.seed,
             run: 0,

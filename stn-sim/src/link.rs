@@ -34,18 +34,21 @@ pub enum LossModel {
     GilbertElliott(GilbertElliott),
 }
 
-/// Gilbert–Elliott bursty loss: a Markov chain over a good and a bad state,
-/// stepped once per packet, each state with its own loss probability.
+/// Gilbert–Elliott bursty loss **in time**: the link alternates between a
+/// good and a bad state whose sojourns are exponentially distributed with
+/// the given means, each state with its own per-packet loss probability.
 ///
-/// The loss decision uses the current state; the state then moves. Mean bad
-/// burst length is `1 / p_leave_bad` packets; stationary loss rate is
-/// `(p_enter_bad·loss_bad + p_leave_bad·loss_good) / (p_enter_bad + p_leave_bad)`.
+/// The state is a function of time alone (its own random stream, drawn
+/// lazily as time advances), not of the packets sent: a client that sends
+/// more packets does not leave a burst sooner, and every client of a run
+/// meets the same bad periods. Stationary loss rate:
+/// `(mean_bad·loss_bad + mean_good·loss_good) / (mean_bad + mean_good)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct GilbertElliott {
-    /// Probability, per packet, of moving from good to bad.
-    pub p_enter_bad: f64,
-    /// Probability, per packet, of moving from bad to good.
-    pub p_leave_bad: f64,
+    /// Mean time in the bad state (a burst).
+    pub mean_bad: Duration,
+    /// Mean time in the good state between bursts; `Duration::MAX`: never bad.
+    pub mean_good: Duration,
     /// Loss probability while good.
     pub loss_good: f64,
     /// Loss probability while bad.
@@ -54,16 +57,20 @@ pub struct GilbertElliott {
 
 impl GilbertElliott {
     /// The classic Gilbert model with a lossless good state and a fully lossy
-    /// bad state, tuned to an average `loss_rate` and `mean_burst` lost
-    /// packets per burst (`mean_burst >= 1`).
-    pub fn with_rate_and_burst(loss_rate: f64, mean_burst: f64) -> Self {
-        let r = 1.0 / mean_burst.max(1.0);
+    /// bad state, tuned to an average `loss_rate` (the fraction of time in
+    /// the bad state) and bursts of `mean_burst` on average.
+    pub fn with_rate_and_burst(loss_rate: f64, mean_burst: Duration) -> Self {
         let rate = loss_rate.clamp(0.0, 0.999_999);
-        // Stationary P(bad) = p / (p + r) = rate  =>  p = r·rate / (1 − rate).
-        let p = (r * rate / (1.0 - rate)).min(1.0);
+        let mean_bad = mean_burst.max(Duration::from_nanos(1));
+        // Stationary P(bad) = bad / (bad + good) = rate  =>  good = bad·(1 − rate)/rate.
+        let mean_good = if rate <= 0.0 {
+            Duration::MAX
+        } else {
+            Duration::from_secs_f64((mean_bad.as_secs_f64() * (1.0 - rate) / rate).min(1e12))
+        };
         GilbertElliott {
-            p_enter_bad: p,
-            p_leave_bad: r,
+            mean_bad,
+            mean_good,
             loss_good: 0.0,
             loss_bad: 1.0,
         }
@@ -71,11 +78,79 @@ impl GilbertElliott {
 
     /// The long-run loss rate.
     pub fn stationary_loss(&self) -> f64 {
-        let s = self.p_enter_bad + self.p_leave_bad;
-        if s <= 0.0 {
+        if self.mean_good == Duration::MAX {
             return self.loss_good;
         }
-        (self.p_enter_bad * self.loss_bad + self.p_leave_bad * self.loss_good) / s
+        let (b, g) = (self.mean_bad.as_secs_f64(), self.mean_good.as_secs_f64());
+        if b + g <= 0.0 {
+            return self.loss_good;
+        }
+        (b * self.loss_bad + g * self.loss_good) / (b + g)
+    }
+
+    /// The long-run fraction of time in the bad state.
+    fn bad_fraction(&self) -> f64 {
+        if self.mean_good == Duration::MAX {
+            return 0.0;
+        }
+        let (b, g) = (self.mean_bad.as_secs_f64(), self.mean_good.as_secs_f64());
+        b / (b + g).max(f64::MIN_POSITIVE)
+    }
+}
+
+/// The realised good/bad timeline of a [`GilbertElliott`] link: drawn
+/// lazily, forward only, from its own stream.
+#[derive(Clone, Debug)]
+struct BurstClock {
+    rng: Rng,
+    /// `None` until the first query draws the state at that instant.
+    state: Option<(bool, Instant)>,
+}
+
+impl BurstClock {
+    /// Stream id derived from the link's loss stream, so a path's bursts
+    /// depend only on the root seed and the host address.
+    const STREAM: u64 = 0x4255_5253_5400_0000;
+
+    fn new(loss_rng: &Rng) -> Self {
+        BurstClock {
+            rng: Rng::derive(loss_rng.clone().next_u64(), Self::STREAM),
+            state: None,
+        }
+    }
+
+    fn sojourn(&mut self, ge: &GilbertElliott, bad: bool) -> Duration {
+        let mean = if bad { ge.mean_bad } else { ge.mean_good };
+        if mean == Duration::MAX {
+            return Duration::MAX;
+        }
+        // Exponential by inversion; at least 1 ns so time always advances.
+        let u = 1.0 - self.rng.unit_f64();
+        let s = -u.ln() * mean.as_secs_f64();
+        Duration::from_secs_f64(s.min(1e12)).max(Duration::from_nanos(1))
+    }
+
+    /// Whether the link is bad at `t` and until when that state lasts
+    /// (`t` never decreases between calls).
+    fn at(&mut self, ge: &GilbertElliott, t: Instant) -> (bool, Instant) {
+        let (mut bad, mut until) = match self.state {
+            Some(s) => s,
+            None => {
+                // The timeline starts at time zero in the stationary
+                // distribution, whenever the first packet comes, so it is
+                // the same for every client. (A schedule that switches
+                // between two different bursty models draws each sojourn
+                // with the model in force when it is drawn.)
+                let bad = self.rng.chance(ge.bad_fraction());
+                (bad, Instant::ZERO + self.sojourn(ge, bad))
+            }
+        };
+        while until <= t {
+            bad = !bad;
+            until += self.sojourn(ge, bad);
+        }
+        self.state = Some((bad, until));
+        (bad, until)
     }
 }
 
@@ -234,7 +309,7 @@ pub struct Link {
     schedule: LinkSchedule,
     loss_rng: Rng,
     jitter_rng: Rng,
-    ge_bad: bool,
+    bursts: BurstClock,
     /// Finish-of-serialization times of packets still in the bottleneck.
     in_queue: VecDeque<Instant>,
     busy_until: Instant,
@@ -248,9 +323,9 @@ impl Link {
     pub fn new(schedule: LinkSchedule, loss_rng: Rng, jitter_rng: Rng) -> Self {
         Link {
             schedule,
+            bursts: BurstClock::new(&loss_rng),
             loss_rng,
             jitter_rng,
-            ge_bad: false,
             in_queue: VecDeque::new(),
             busy_until: Instant::ZERO,
             last_arrival: Instant::ZERO,
@@ -273,7 +348,7 @@ impl Link {
     pub fn offer(&mut self, now: Instant, wire_bytes: usize) -> LinkVerdict {
         self.stats.offered += 1;
         let c = *self.schedule.at(now);
-        if self.draw_loss(&c.loss) {
+        if self.draw_loss(now, &c.loss) {
             self.stats.lost += 1;
             return LinkVerdict::Lost;
         }
@@ -313,28 +388,56 @@ impl Link {
         LinkVerdict::Deliver(arrival)
     }
 
-    fn draw_loss(&mut self, loss: &LossModel) -> bool {
+    fn draw_loss(&mut self, now: Instant, loss: &LossModel) -> bool {
+        if *loss == LossModel::None {
+            return false;
+        }
+        // One draw per packet whatever the probability, so an outage moves
+        // the stream exactly as many packets as it eats.
+        let p = self.loss_probability(now, loss).0;
+        self.loss_rng.chance(p)
+    }
+
+    /// The loss probability of a packet offered at `t` under `loss`, and the
+    /// instant it holds until at least (for bursty loss, the end of the
+    /// current state; otherwise `Instant::MAX`). `t` must not decrease.
+    fn loss_probability(&mut self, t: Instant, loss: &LossModel) -> (f64, Instant) {
         match *loss {
-            LossModel::None => false,
-            LossModel::Bernoulli { p } => self.loss_rng.chance(p),
+            LossModel::None => (0.0, Instant::MAX),
+            LossModel::Bernoulli { p } => (p, Instant::MAX),
             LossModel::GilbertElliott(ge) => {
-                let p = if self.ge_bad {
-                    ge.loss_bad
-                } else {
-                    ge.loss_good
-                };
-                let lost = self.loss_rng.chance(p);
-                let flip = if self.ge_bad {
-                    ge.p_leave_bad
-                } else {
-                    ge.p_enter_bad
-                };
-                if self.loss_rng.chance(flip) {
-                    self.ge_bad = !self.ge_bad;
-                }
-                lost
+                let (bad, until) = self.bursts.at(&ge, t);
+                (if bad { ge.loss_bad } else { ge.loss_good }, until)
             }
         }
+    }
+
+    /// The first instant at or after `t` when a packet offered has a chance
+    /// to get through (loss probability below 1: not an outage, not a fully
+    /// lossy burst), if any before `horizon`. Walks the schedule's changes
+    /// and the burst timeline; `t` must not decrease between calls (it
+    /// advances the burst timeline like [`Link::offer`]).
+    pub fn next_passable(&mut self, mut t: Instant, horizon: Instant) -> Option<Instant> {
+        while t <= horizon {
+            let c = *self.schedule.at(t);
+            let (p, until) = self.loss_probability(t, &c.loss);
+            if p < 1.0 {
+                return Some(t);
+            }
+            let next_change = self
+                .schedule
+                .changes()
+                .iter()
+                .map(|(at, _)| *at)
+                .find(|at| *at > t)
+                .unwrap_or(Instant::MAX);
+            let next = until.min(next_change);
+            if next == Instant::MAX {
+                return None;
+            }
+            t = next;
+        }
+        None
     }
 }
 
@@ -466,39 +569,70 @@ mod tests {
     }
 
     #[test]
-    fn gilbert_elliott_produces_bursts_at_the_configured_rate() {
-        let ge = GilbertElliott::with_rate_and_burst(0.2, 5.0);
+    fn gilbert_elliott_bursts_are_in_time_at_the_configured_rate() {
+        let ge = GilbertElliott::with_rate_and_burst(0.2, Duration::from_millis(200));
         assert!((ge.stationary_loss() - 0.2).abs() < 1e-9);
-        let mut l = link(
+        let cond = LinkConditions {
+            loss: LossModel::GilbertElliott(ge),
+            ..LinkConditions::default()
+        };
+        // One packet per millisecond for 2000 s: the lost fraction is the
+        // time fraction in bursts, and a burst lasts 200 ms on average.
+        let mut l = link(cond, 7);
+        let n = 2_000_000u64;
+        let out: Vec<bool> = (0..n)
+            .map(|i| l.offer(Instant::from_millis(i), 100) == LinkVerdict::Lost)
+            .collect();
+        let rate = out.iter().filter(|&&x| x).count() as f64 / n as f64;
+        assert!((rate - 0.2).abs() < 0.02, "rate {rate}");
+        let burst_ms = mean_burst(&out);
+        assert!((burst_ms - 200.0).abs() < 25.0, "mean burst {burst_ms} ms");
+
+        // The burst timeline is a function of time, not of packets: a link
+        // offered ten times as many packets sees the same bad periods.
+        let mut sparse = link(cond, 7);
+        let mut dense = link(cond, 7);
+        for ms in 0..20_000u64 {
+            let t = Instant::from_millis(ms * 10);
+            for k in 0..10 {
+                let v = dense.offer(t + Duration::from_micros(k), 100);
+                if k == 0 {
+                    assert_eq!(sparse.offer(t, 100), v, "at {t:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn next_passable_skips_outages_and_full_bursts() {
+        let ge = GilbertElliott::with_rate_and_burst(0.5, Duration::from_millis(300));
+        let s = LinkSchedule::constant(LinkConditions::default().outage()).then_at(
+            Instant::from_secs(5),
             LinkConditions {
                 loss: LossModel::GilbertElliott(ge),
                 ..LinkConditions::default()
             },
-            7,
         );
-        let n = 50_000;
-        let out: Vec<bool> = (0..n)
-            .map(|_| l.offer(Instant::ZERO, 100) == LinkVerdict::Lost)
-            .collect();
-        let rate = out.iter().filter(|&&x| x).count() as f64 / n as f64;
-        assert!((rate - 0.2).abs() < 0.03, "rate {rate}");
-        let ge_burst = mean_burst(&out);
-        assert!((ge_burst - 5.0).abs() < 0.8, "mean burst {ge_burst}");
-
-        // Bernoulli at the same rate: mean burst 1/(1-0.2) = 1.25.
-        let mut b = link(
-            LinkConditions {
-                loss: LossModel::percent(20.0),
-                ..LinkConditions::default()
-            },
-            7,
+        let mut probe = Link::new(s.clone(), Rng::new(3), Rng::new(4));
+        let mut l = Link::new(s, Rng::new(3), Rng::new(4));
+        let mut t = Instant::ZERO;
+        for _ in 0..200 {
+            let up = probe.next_passable(t, Instant::from_secs(1000)).unwrap();
+            assert!(up >= Instant::from_secs(5));
+            // Nothing gets through before `up`; at `up` it does.
+            let mut x = t;
+            while x < up {
+                assert_eq!(l.offer(x, 10), LinkVerdict::Lost, "{x:?} < {up:?}");
+                x += Duration::from_millis(7);
+            }
+            assert!(matches!(l.offer(up, 10), LinkVerdict::Deliver(_)));
+            t = up + Duration::from_millis(150);
+        }
+        let mut dead = link(LinkConditions::default().outage(), 1);
+        assert_eq!(
+            dead.next_passable(Instant::ZERO, Instant::from_secs(9)),
+            None
         );
-        let out: Vec<bool> = (0..n)
-            .map(|_| b.offer(Instant::ZERO, 100) == LinkVerdict::Lost)
-            .collect();
-        let b_burst = mean_burst(&out);
-        assert!((b_burst - 1.25).abs() < 0.1, "bernoulli burst {b_burst}");
-        assert!(ge_burst > 3.0 * b_burst);
     }
 
     #[test]

@@ -2,8 +2,9 @@
 //!
 //! ```text
 //! stn-sim bench [--quick] [--seed N] [--suite NAME]... [--no-tuned] [--out DIR]
+//!               [--known-misses FILE] [--write-known-misses FILE]
 //! stn-sim run SCENARIO.toml [--seed N] [--out DIR]
-//! stn-sim trace [--seed N] [--scenario SCENARIO.toml] [--client NAME] [--run N]
+//! stn-sim trace [--seed N] [--scenario SCENARIO.toml | --matrix-cell KEY [--quick]] [--client NAME] [--run N]
 //! ```
 //!
 //! - `bench` runs the benchmark suites of `reference/stn-benchmark.md`
@@ -12,11 +13,18 @@
 //!   charts into `--out` (default `target/stn-bench/`), and ends with the
 //!   speed line on stderr. Progress (one line per run) goes to stderr, so
 //!   stdout is exactly the tables and the same for the same command.
+//! - `bench --known-misses FILE` (the matrix gate in CI) exits non-zero
+//!   when a matrix cell misses the gate and is not listed in FILE (see
+//!   `stn_sim::bench::gate`); listed cells that now pass are named so the
+//!   list can shrink. `--write-known-misses FILE` writes the current misses
+//!   in that format.
 //! - `run` runs a scenario file (format: `stn_sim::scenario`) and prints the
 //!   same tables; `--out` also writes the report files.
 //! - `trace` prints one run's simulator trace, one event per line, then its
 //!   hash. Without `--scenario` it runs a built-in one (stn on 3G + 30 %
-//!   loss, three calls).
+//!   loss, three calls); `--matrix-cell "android sweep outage-13.9s"`
+//!   replays a matrix cell (its key as the gate prints it; `--run` is the
+//!   seed index 0–4, `--quick` the quick size).
 //!
 //! The default seed is [`DEFAULT_SEED`] (1), so a bare `stn-sim bench`
 //! always reproduces the same report.
@@ -79,6 +87,13 @@ struct BenchArgs {
     /// Directory for report.md, report.json and the charts.
     #[arg(long, value_name = "DIR", default_value = "target/stn-bench")]
     out: PathBuf,
+    /// Matrix gate: exit non-zero when a matrix cell misses and is not in
+    /// this list (one `platform scenario` per line, `#` comments).
+    #[arg(long, value_name = "FILE")]
+    known_misses: Option<PathBuf>,
+    /// Write the matrix cells that miss, in the known-misses format.
+    #[arg(long, value_name = "FILE")]
+    write_known_misses: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]
@@ -108,6 +123,13 @@ struct TraceArgs {
     /// Which run of the scenario (each run has its own derived seed).
     #[arg(long, default_value_t = 0)]
     run: u32,
+    /// A matrix cell instead of a scenario: its key (`platform scenario`,
+    /// as the gate and the known-misses list print it).
+    #[arg(long, value_name = "KEY", conflicts_with = "scenario")]
+    matrix_cell: Option<String>,
+    /// With `--matrix-cell`: the quick size (fewer calls), as `bench --quick`.
+    #[arg(long, requires = "matrix_cell")]
+    quick: bool,
 }
 
 fn parse_suite(s: &str) -> Result<Suite, String> {
@@ -230,7 +252,55 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         eprintln!("wrote {}", f.display());
     }
     eprintln!("{}", speed_line(&report.runs, wall));
-    Ok(())
+    matrix_gate(&a, &report.runs, &command)
+}
+
+/// The matrix gate against the known-misses list (`--known-misses`), and
+/// the list of today's misses (`--write-known-misses`).
+fn matrix_gate(a: &BenchArgs, runs: &[RunRecord], command: &str) -> Result<(), String> {
+    use stn_sim::bench::gate;
+    let verdicts = gate::verdicts(runs);
+    let misses = verdicts.iter().filter(|v| !v.met()).count();
+    if !verdicts.is_empty() {
+        eprintln!("matrix gate: {} cells, {misses} misses", verdicts.len());
+    }
+    if let Some(path) = &a.write_known_misses {
+        std::fs::write(path, gate::known_misses_file(&verdicts, command))
+            .map_err(|e| format!("writing {}: {e}", path.display()))?;
+        eprintln!("wrote {}", path.display());
+    }
+    let Some(path) = &a.known_misses else {
+        return Ok(());
+    };
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| format!("reading the known-misses list {}: {e}", path.display()))?;
+    let known = gate::parse_known_misses(&text);
+    if verdicts.is_empty() {
+        return Err("--known-misses given but the matrix suite did not run".into());
+    }
+    let (new, fixed) = gate::check_known(&verdicts, &known);
+    for k in &fixed {
+        eprintln!(
+            "matrix gate: `{k}` now passes: remove it from {}",
+            path.display()
+        );
+    }
+    if new.is_empty() {
+        eprintln!(
+            "matrix gate: every miss is a known one ({} listed in {})",
+            known.len(),
+            path.display()
+        );
+        return Ok(());
+    }
+    for k in &new {
+        eprintln!("matrix gate: NEW MISS `{k}`");
+    }
+    Err(format!(
+        "{} matrix cell(s) miss the gate and are not in {}",
+        new.len(),
+        path.display()
+    ))
 }
 
 fn run(a: RunArgs) -> Result<(), String> {
@@ -265,6 +335,23 @@ fn run(a: RunArgs) -> Result<(), String> {
 }
 
 fn trace(a: TraceArgs) -> Result<(), String> {
+    if let Some(key) = &a.matrix_cell {
+        let cell = stn_sim::bench::matrix::find_cell(key, a.quick).ok_or_else(|| {
+            format!(
+                "no matrix cell {key:?} (keys are `platform scenario`, as report.md prints them)"
+            )
+        })?;
+        let client = a.client.clone().unwrap_or_else(|| "stn".to_owned());
+        let t = cell.trace(&client, a.seed, a.run)?;
+        print_trace(
+            &t,
+            &format!(
+                "matrix cell {key} client {client} seed {} run {}",
+                a.seed, a.run
+            ),
+        );
+        return Ok(());
+    }
     let scenario = match &a.scenario {
         Some(p) => Scenario::from_path(p).map_err(|e| e.to_string())?,
         None => {
@@ -287,23 +374,31 @@ fn trace(a: TraceArgs) -> Result<(), String> {
             .ok_or("the scenario has only the oracle, which has no packet trace")?,
     };
     let t = scenario.trace(&client, a.seed, a.run)?;
+    print_trace(
+        &t,
+        &format!(
+            "scenario {} client {client} seed {} run {}",
+            scenario.name, a.seed, a.run
+        ),
+    );
+    Ok(())
+}
+
+/// Prints a trace, one event per line, then `# {what}: …` and its hash.
+fn print_trace(t: &stn_sim::bench::scenario::TraceRun, what: &str) {
     let mut out = String::with_capacity(t.events.len() * 80);
     for e in &t.events {
         out.push_str(e);
         out.push('\n');
     }
     out.push_str(&format!(
-        "# scenario {} client {client} seed {} run {}: {} events, ended at {:?} ({:?})\ntrace hash: {:016x}\n",
-        scenario.name,
-        a.seed,
-        a.run,
+        "# {what}: {} events, ended at {:?} ({:?})\ntrace hash: {:016x}\n",
         t.events.len(),
         t.end,
         t.outcome,
         t.hash
     ));
     print!("{out}");
-    Ok(())
 }
 
 fn main() -> ExitCode {

@@ -119,17 +119,7 @@ impl Network {
         path: PathSchedule,
         stack: TcpStack,
     ) -> &mut ServerHost {
-        let base = STREAM_LINK ^ (ip_key(ip) << 2);
-        let up = Link::new(
-            path.up,
-            Rng::derive(self.seed, base),
-            Rng::derive(self.seed, base | 1),
-        );
-        let down = Link::new(
-            path.down,
-            Rng::derive(self.seed, base | 2),
-            Rng::derive(self.seed, base | 3),
-        );
+        let (up, down) = path_links(self.seed, ip, &path);
         self.paths.insert(ip, Path { up, down });
         let host = ServerHost::new(ip, stack);
         match self.hosts.entry(ip) {
@@ -374,6 +364,25 @@ impl Network {
             NetEvent::ClientStart { .. } | NetEvent::ClientWake { .. } => {}
         }
     }
+}
+
+/// The two links (up, down) of the path to `ip` in a simulation with root
+/// `seed`: the simulator's own and the oracle's, so both meet the same
+/// burst timeline and outages.
+pub(crate) fn path_links(seed: u64, ip: IpAddr, path: &PathSchedule) -> (Link, Link) {
+    let base = STREAM_LINK ^ (ip_key(ip) << 2);
+    (
+        Link::new(
+            path.up.clone(),
+            Rng::derive(seed, base),
+            Rng::derive(seed, base | 1),
+        ),
+        Link::new(
+            path.down.clone(),
+            Rng::derive(seed, base | 2),
+            Rng::derive(seed, base | 3),
+        ),
+    )
 }
 
 fn ip_key(ip: IpAddr) -> u64 {

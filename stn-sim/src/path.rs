@@ -44,8 +44,9 @@ impl PathConditions {
     }
 
     /// [`PathConditions::with_loss`] with Gilbert–Elliott bursty loss of
-    /// average `rate` (0..1) in bursts of `mean_burst` packets, each way.
-    pub fn with_bursty_loss(self, rate: f64, mean_burst: f64) -> Self {
+    /// average `rate` (0..1) in bursts lasting `mean_burst` on average, each
+    /// way.
+    pub fn with_bursty_loss(self, rate: f64, mean_burst: stn_proto::time::Duration) -> Self {
         self.with_loss(LossModel::GilbertElliott(
             GilbertElliott::with_rate_and_burst(rate, mean_burst),
         ))

@@ -17,6 +17,9 @@ pub enum Preset {
     /// NLC "Edge" (the benchmark's "2G"): 240 kbit/s down / 200 kbit/s up,
     /// 400 ms down / 440 ms up (RTT 840 ms), no loss.
     Edge,
+    /// NLC "LTE": 50 Mbit/s down, 10 Mbit/s up, 50 ms down / 65 ms up, no
+    /// loss (the matrix takes its rates).
+    Lte,
     /// NLC "Very Bad Network": 1 Mbit/s, 10% loss and 500 ms each way.
     VeryBadNetwork,
     /// NLC "100% Loss": every packet lost, no delay, unlimited bandwidth.
@@ -47,6 +50,10 @@ impl Preset {
                 down: shaped(240_000, 400, LossModel::None),
                 up: shaped(200_000, 440, LossModel::None),
             },
+            Preset::Lte => PathConditions {
+                down: shaped(50_000_000, 50, LossModel::None),
+                up: shaped(10_000_000, 65, LossModel::None),
+            },
             Preset::VeryBadNetwork => {
                 PathConditions::symmetric(shaped(1_000_000, 500, LossModel::percent(10.0)))
             }
@@ -67,6 +74,7 @@ impl Preset {
         match self {
             Preset::ThreeG => "3G".into(),
             Preset::Edge => "2G (Edge)".into(),
+            Preset::Lte => "LTE".into(),
             Preset::VeryBadNetwork => "Very Bad Network".into(),
             Preset::FullLoss => "100% Loss".into(),
             Preset::LossPercent(n) => format!("{n}% Loss"),

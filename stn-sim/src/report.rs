@@ -20,6 +20,7 @@
 //! ```
 
 pub mod chart;
+pub mod heatmap;
 pub mod table;
 
 use std::path::{Path, PathBuf};
@@ -145,7 +146,7 @@ pub fn charts(runs: &[RunRecord]) -> Vec<(String, chart::LineChart)> {
                         }
                     }
                 }
-                "request_size" | "response_size" => {}
+                "request_size" | "response_size" | "matrix" => {}
                 _ => {
                     if let Some(c) = chart::loss_chart(runs, suite, platform) {
                         out.push((format!("{}.svg", file_stem(&[suite, platform])), c));
@@ -153,6 +154,20 @@ pub fn charts(runs: &[RunRecord]) -> Vec<(String, chart::LineChart)> {
                 }
             }
         }
+    }
+    out
+}
+
+/// The matrix heatmaps the records allow, as `(file name, heatmap)`:
+/// `matrix-heatmap.svg` (RTT × loss) and `matrix-sweep.svg` (outage sweep).
+pub fn heatmaps(runs: &[RunRecord]) -> Vec<(String, heatmap::Heatmap)> {
+    let verdicts = crate::bench::gate::verdicts(runs);
+    let mut out = Vec::new();
+    if let Some(h) = heatmap::design_heatmap(&verdicts) {
+        out.push(("matrix-heatmap.svg".to_owned(), h));
+    }
+    if let Some(h) = heatmap::sweep_heatmap(&verdicts) {
+        out.push(("matrix-sweep.svg".to_owned(), h));
     }
     out
 }
@@ -176,6 +191,12 @@ pub fn write_report_dir(
     put("report.json", &report_json(report))?;
     for (name, c) in charts(&report.runs) {
         let svg = c
+            .to_svg(CHART_SIZE.0, CHART_SIZE.1)
+            .map_err(|e| std::io::Error::other(e.to_string()))?;
+        put(&name, &svg)?;
+    }
+    for (name, h) in heatmaps(&report.runs) {
+        let svg = h
             .to_svg(CHART_SIZE.0, CHART_SIZE.1)
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         put(&name, &svg)?;

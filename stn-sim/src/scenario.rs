@@ -29,8 +29,8 @@
 //! preset = "3g"
 //! # Replace the preset's loss both ways: Bernoulli ...
 //! loss_percent = 10.0
-//! # ... or Gilbert–Elliott bursts (average rate, mean burst in packets).
-//! # bursty = { rate_percent = 30.0, mean_burst = 4.0 }
+//! # ... or Gilbert–Elliott bursts (average rate, mean burst in milliseconds).
+//! # bursty = { rate_percent = 30.0, mean_burst_ms = 200.0 }
 //!
 //! # Per direction (up = client to server), overriding the above field by
 //! # field. bandwidth_kbps = 0 means unlimited.
@@ -40,7 +40,7 @@
 //! bandwidth_kbps = 330
 //! queue_packets = 50
 //! [link.down]
-//! bursty = { rate_percent = 30.0, mean_burst = 4.0 }
+//! bursty = { rate_percent = 30.0, mean_burst_ms = 200.0 }
 //!
 //! # Scripted outages: every packet sent in [from_s, until_s) is lost, both
 //! # ways. Sorted, not overlapping.
@@ -123,8 +123,8 @@ pub enum ScenarioError {
 pub struct BurstyFile {
     /// Average loss rate, percent.
     pub rate_percent: f64,
-    /// Mean burst length in packets (at least 1).
-    pub mean_burst: f64,
+    /// Mean burst length in milliseconds (bursts are in time, not packets).
+    pub mean_burst_ms: f64,
 }
 
 /// One direction's overrides (`[link.up]`, `[link.down]`).
@@ -350,14 +350,15 @@ fn check_ms(what: &str, ms: f64) -> Result<Duration, String> {
 
 fn bursty(what: &str, b: BurstyFile) -> Result<LossModel, String> {
     let rate = check_percent(&format!("{what}.rate_percent"), b.rate_percent)?;
-    if !(b.mean_burst.is_finite() && b.mean_burst >= 1.0) {
+    if !(b.mean_burst_ms.is_finite() && b.mean_burst_ms >= 1.0) {
         return Err(format!(
-            "{what}.mean_burst must be at least 1 packet, got {}",
-            b.mean_burst
+            "{what}.mean_burst_ms must be at least 1 ms, got {}",
+            b.mean_burst_ms
         ));
     }
+    let mean = check_ms(&format!("{what}.mean_burst_ms"), b.mean_burst_ms)?;
     Ok(LossModel::GilbertElliott(
-        GilbertElliott::with_rate_and_burst(rate / 100.0, b.mean_burst),
+        GilbertElliott::with_rate_and_burst(rate / 100.0, mean),
     ))
 }
 
@@ -612,6 +613,7 @@ impl Scenario {
             long_link: self.workload.long_link,
             retry_count: self.workload.retry_count,
             dns_copies: self.workload.dns_copies,
+            candidates: Vec::new(),
             keep_alive_server: self.workload.keep_alive_server,
             seed: run_seed(seed, &self.name, run),
             run,
@@ -856,7 +858,7 @@ mod tests {
         assert!(invalid("clients = [\"nsurlsession\"]").contains("runs on ios"));
         assert!(invalid("clients = [\"stn\"]\n[link]\npreset = \"5g\"").contains("unknown preset"));
         assert!(invalid("clients = [\"stn\"]\n[link]\nloss_percent = 130").contains("0..=100"));
-        assert!(invalid("clients = [\"stn\"]\n[link]\nloss_percent = 1\nbursty = { rate_percent = 1, mean_burst = 2 }").contains("not both"));
+        assert!(invalid("clients = [\"stn\"]\n[link]\nloss_percent = 1\nbursty = { rate_percent = 1, mean_burst_ms = 2 }").contains("not both"));
         assert!(
             invalid("clients = [\"stn\"]\n[[outage]]\nfrom_s = 5\nuntil_s = 2")
                 .contains("after from_s")

@@ -19,6 +19,7 @@ fn spec(seed: u64, path: PathSchedule) -> RunSpec {
         long_link: false,
         retry_count: Some(0),
         dns_copies: 4,
+        candidates: Vec::new(),
         keep_alive_server: false,
         seed,
         run: 0,

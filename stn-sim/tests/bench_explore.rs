@@ -24,6 +24,7 @@ fn spec(path: PathSchedule, seed: u64) -> RunSpec {
         long_link: false,
         retry_count: Some(0),
         dns_copies: 4,
+        candidates: Vec::new(),
         keep_alive_server: false,
         seed,
         run: 0,

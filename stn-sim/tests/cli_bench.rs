@@ -119,3 +119,29 @@ fn same_seed_same_report() {
     std::fs::remove_dir_all(&a).unwrap();
     std::fs::remove_dir_all(&b).unwrap();
 }
+
+#[test]
+fn known_misses_needs_the_matrix_and_a_readable_list() {
+    let dir = out_dir("bench-known");
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_stn-sim"))
+            .args(["bench", "--quick", "--suite", "sensitivity", "--out"])
+            .arg(&dir)
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = run(&["--known-misses", "/nonexistent/known.txt"]);
+    assert!(!o.status.success());
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(
+        stderr.contains("reading the known-misses list /nonexistent/known.txt"),
+        "{stderr}"
+    );
+    let list = dir.join("known.txt");
+    std::fs::write(&list, "# none\n").unwrap();
+    let o = run(&["--known-misses", list.to_str().unwrap()]);
+    assert!(!o.status.success());
+    let stderr = String::from_utf8(o.stderr).unwrap();
+    assert!(stderr.contains("the matrix suite did not run"), "{stderr}");
+}

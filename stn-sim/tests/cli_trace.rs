@@ -48,3 +48,24 @@ fn scenario_and_client_can_be_chosen() {
         "{out}"
     );
 }
+
+#[test]
+fn a_matrix_cell_replays_as_the_bench_ran_it() {
+    let out = trace(&["--matrix-cell", "android sweep outage-13.9s"]);
+    // The network is back at 13.9 s; the call completes after it.
+    assert!(out.contains("client 0 note workload-call-ok"), "{out}");
+    assert!(out.contains("# matrix cell android sweep outage-13.9s client stn seed 1 run 0:"));
+    let mars = trace(&[
+        "--matrix-cell",
+        "android sweep outage-13.9s",
+        "--client",
+        "mars-2017",
+    ]);
+    assert_ne!(hash(&out), hash(&mars));
+    let o = Command::new(env!("CARGO_BIN_EXE_stn-sim"))
+        .args(["trace", "--matrix-cell", "nowhere"])
+        .output()
+        .unwrap();
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no matrix cell \"nowhere\""));
+}

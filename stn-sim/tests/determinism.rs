@@ -15,7 +15,10 @@ use stn_sim::Simulation;
 fn run(seed: u64) -> (u64, u64, usize) {
     let mut c = Preset::ThreeG.conditions().with_loss_percent(30.0);
     c.down.jitter = Duration::from_millis(20);
-    c.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(0.3, 3.0));
+    c.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
+        0.3,
+        stn_proto::time::Duration::from_millis(150),
+    ));
     let mut sim = Simulation::new(seed);
     sim.add_host(server().ip(), PathSchedule::constant(c));
     sim.listen(

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use stn_proto::time::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
-use stn_sim::oracle::{fresh_tcp_call, long_link_call, Knowledge, PhysicalLimit};
+use stn_sim::oracle::{fresh_tcp_call, long_link_call, PhysicalLimit};
 use stn_sim::path::PathSchedule;
 use stn_sim::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
 use stn_sim::preset::Preset;
@@ -231,7 +231,7 @@ fn loss_table() {
         }
         // The physical limit on the same path for the same number of calls.
         let path = PathSchedule::constant(Preset::ThreeG.conditions().with_loss_percent(loss));
-        let oracle = PhysicalLimit::new(&path, 1);
+        let oracle = PhysicalLimit::new(&path, 1, "10.0.0.2".parse().unwrap());
         let request = stn_sim::http::post("/mars/hello2", "10.0.0.2:8080", &[0; 64]).len();
         let response = FixedResponseApp::new(100, Duration::ZERO).response_len();
         let kinds = [
@@ -244,12 +244,9 @@ fn loss_table() {
                 long_link_call(request, response, Duration::ZERO),
             ),
         ];
-        for (k, (kind, msgs)) in [Knowledge::LinkSchedule, Knowledge::Clairvoyant]
-            .into_iter()
-            .flat_map(|k| kinds.iter().map(move |m| (k, m)))
-        {
+        for (kind, msgs) in &kinds {
             let runs =
-                oracle.run_sequence(k, Instant::ZERO, msgs, SUCCESSES as usize, Instant::MAX);
+                oracle.run_sequence(Instant::ZERO, &[], msgs, SUCCESSES as usize, Instant::MAX);
             let mut t = Instant::ZERO;
             let mut d: Vec<Duration> = runs
                 .iter()
@@ -262,11 +259,13 @@ fn loss_table() {
             d.sort();
             let total = runs.last().unwrap().completed - Instant::ZERO;
             println!(
-                "| oracle {k:?} ({kind}) | {loss}% | {} | {:.1} | {:.2} | {:.2} | - | - | {} packets |",
+                "| oracle ({kind}) | {loss}% | {} | {:.1} | {:.2} | {:.2} | - | - | {} packets |",
                 runs.len(),
                 total.as_secs_f64(),
                 total.as_secs_f64() / runs.len() as f64,
-                stn_sim::workload::nearest_rank(&d, 95).unwrap().as_secs_f64(),
+                stn_sim::workload::nearest_rank(&d, 95)
+                    .unwrap()
+                    .as_secs_f64(),
                 runs.iter().map(|r| r.packets_sent).sum::<u64>()
             );
         }

@@ -8,7 +8,7 @@ use std::net::SocketAddr;
 
 use stn_proto::time::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
-use stn_sim::oracle::{fresh_tcp_call, sensitivity_bound, Knowledge, PhysicalLimit};
+use stn_sim::oracle::{fresh_tcp_call, sensitivity_bound, PhysicalLimit};
 use stn_sim::path::{PathConditions, PathSchedule};
 use stn_sim::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5, PeerClient};
 use stn_sim::preset::Preset;
@@ -289,11 +289,10 @@ fn oracle_completes_four_one_way_delays_after_the_outage() {
     assert_eq!(owd, base().down.delay);
     for r in outages() {
         let path = PathSchedule::outage(base(), Instant::ZERO, Instant::ZERO + r);
-        let oracle = PhysicalLimit::new(&path, 7);
-        for k in [Knowledge::Clairvoyant, Knowledge::LinkSchedule] {
+        let oracle = PhysicalLimit::new(&path, 7, "10.0.0.2".parse().unwrap());
+        {
             let run = oracle
                 .run(
-                    k,
                     Instant::ZERO,
                     &fresh_tcp_call(REQUEST_LEN + 120, RESPONSE_LEN + 90, Duration::ZERO),
                     Instant::from_secs(300),
@@ -302,7 +301,7 @@ fn oracle_completes_four_one_way_delays_after_the_outage() {
             let bound = sensitivity_bound(r, 4, owd);
             assert!(
                 run.completed >= bound && run.completed <= bound + rtt() / 4,
-                "{k:?} R = {r:?}: {:?}",
+                "R = {r:?}: {:?}",
                 run.completed
             );
             assert_eq!(run.packets_sent, 4);
@@ -367,9 +366,9 @@ fn sensitivity_table() {
         let oracle = PhysicalLimit::new(
             &PathSchedule::outage(base(), Instant::ZERO, Instant::ZERO + r),
             7,
+            "10.0.0.2".parse().unwrap(),
         )
         .run(
-            Knowledge::LinkSchedule,
             Instant::ZERO,
             &fresh_tcp_call(REQUEST_LEN + 120, RESPONSE_LEN + 90, Duration::ZERO),
             Instant::from_secs(300),

@@ -48,7 +48,7 @@ fn conditions(loss_pct: u8, bursty: bool, jitter_ms: u64, bps: Option<u64>) -> L
     let loss = if bursty {
         LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
             f64::from(loss_pct) / 100.0,
-            2.0,
+            stn_proto::time::Duration::from_millis(100),
         ))
     } else {
         LossModel::percent(f64::from(loss_pct))

@@ -16,7 +16,10 @@ use stn_sim::{RunOutcome, Simulation};
 
 fn shapes() -> Vec<(&'static str, PathConditions)> {
     let mut bursty = Preset::Edge.conditions();
-    bursty.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(0.2, 4.0));
+    bursty.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
+        0.2,
+        stn_proto::time::Duration::from_millis(200),
+    ));
     bursty.down.loss = bursty.up.loss;
     let mut jittery = Preset::ThreeG.conditions().with_loss_percent(10.0);
     jittery.up.jitter = Duration::from_millis(80);

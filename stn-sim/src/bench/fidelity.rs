@@ -58,7 +58,9 @@ pub const FIT_DNS_COPIES: usize = 5;
 pub fn restore_lag(platform: Platform) -> Duration {
     match platform {
         Platform::Ios => Duration::from_millis(500),
-        Platform::Android => Duration::from_millis(1500),
+        // The published Android rows ran on Linux < 6.5; a 6.5 phone is not
+        // fitted and gets the same lag.
+        Platform::Android | Platform::Android65 => Duration::from_millis(1500),
     }
 }
 
@@ -163,7 +165,7 @@ pub fn compare(records: &[RunRecord], fitted: bool) -> Vec<FidelityRow> {
         };
         let peer_name = match platform {
             Platform::Ios => "nsurlsession",
-            Platform::Android => "okhttp-2017-60s",
+            Platform::Android | Platform::Android65 => "okhttp-2017-60s",
         };
         let (Some(m), Some(p)) = (find("mars-2017"), find(peer_name)) else {
             continue;

@@ -13,8 +13,7 @@ use crate::bench::record::RunRecord;
 use crate::bench::stn_client::{StnClient, StnClientConfig};
 use crate::client::SimClient;
 use crate::host::{PortMode, ServerApp};
-use crate::http;
-use crate::oracle::{fresh_tcp_call, long_link_call, Knowledge, PhysicalLimit};
+use crate::oracle::{fresh_tcp_call, long_link_call, Message, PhysicalLimit};
 use crate::path::{PathConditions, PathSchedule};
 use crate::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
 use crate::preset::Preset;
@@ -44,17 +43,26 @@ pub enum Platform {
     Ios,
     /// Linux before 6.5; the peer is OkHttp 2017.
     Android,
+    /// Linux 6.5 and later (faster SYN retransmission); the peers are the
+    /// Android ones on that kernel.
+    Android65,
 }
 
 impl Platform {
-    /// Both, in report order.
+    /// The two platforms of the published benchmark, in report order.
     pub const ALL: [Platform; 2] = [Platform::Ios, Platform::Android];
 
-    /// `ios` / `android`.
+    /// Every platform: the published two and Android on Linux ≥ 6.5 (the
+    /// loss and recommended-peer suites, and the matrix).
+    pub const WITH_LINUX_6_5: [Platform; 3] =
+        [Platform::Ios, Platform::Android, Platform::Android65];
+
+    /// `ios` / `android` / `android-6.5`.
     pub fn name(self) -> &'static str {
         match self {
             Platform::Ios => "ios",
             Platform::Android => "android",
+            Platform::Android65 => "android-6.5",
         }
     }
 
@@ -63,6 +71,37 @@ impl Platform {
         match self {
             Platform::Ios => TcpStack::xnu(),
             Platform::Android => TcpStack::linux_classic(),
+            Platform::Android65 => TcpStack::linux_6_5(),
+        }
+    }
+
+    /// The kernel of the Android peers (iOS: unused, Linux < 6.5).
+    pub fn kernel(self) -> Kernel {
+        match self {
+            Platform::Android65 => Kernel::Linux65,
+            Platform::Ios | Platform::Android => Kernel::LinuxClassic,
+        }
+    }
+}
+
+/// One entry of the resolver's answer in a run with dead endpoints.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Candidate {
+    /// The live server ([`SERVER`]).
+    Live,
+    /// A host that answers SYNs with RST.
+    Refusing,
+    /// A host that drops SYNs silently.
+    BlackHoled,
+}
+
+impl Candidate {
+    /// `l` / `r` / `b`, for scenario names.
+    pub fn letter(self) -> char {
+        match self {
+            Candidate::Live => 'l',
+            Candidate::Refusing => 'r',
+            Candidate::BlackHoled => 'b',
         }
     }
 }
@@ -115,10 +154,12 @@ impl ClientKind {
             (ClientKind::PeerBenchmarked | ClientKind::PeerSensitivity, Platform::Ios) => {
                 "nsurlsession"
             }
-            (ClientKind::PeerBenchmarked, Platform::Android) => "okhttp-2017",
-            (ClientKind::PeerSensitivity, Platform::Android) => "okhttp-2017-60s",
+            (ClientKind::PeerBenchmarked, Platform::Android | Platform::Android65) => "okhttp-2017",
+            (ClientKind::PeerSensitivity, Platform::Android | Platform::Android65) => {
+                "okhttp-2017-60s"
+            }
             (ClientKind::PeerRecommended, Platform::Ios) => "nsurlsession-shared",
-            (ClientKind::PeerRecommended, Platform::Android) => "okhttp-5",
+            (ClientKind::PeerRecommended, Platform::Android | Platform::Android65) => "okhttp-5",
             (ClientKind::Oracle, _) => "oracle",
         }
     }
@@ -165,8 +206,12 @@ pub struct RunSpec {
     pub long_link: bool,
     /// Retry count of engine tasks (`None`: the engine default, 1).
     pub retry_count: Option<u8>,
-    /// How often `onNewDns` repeats the server IP.
+    /// How often `onNewDns` repeats the server IP (when `candidates` is
+    /// empty).
     pub dns_copies: usize,
+    /// The resolver's answer with dead endpoints in it, in order; empty:
+    /// `dns_copies` copies of the live server.
+    pub candidates: Vec<Candidate>,
     /// Keep-alive server (for recommended peers).
     pub keep_alive_server: bool,
     /// Root seed of the run.
@@ -210,7 +255,39 @@ fn simulation<C: SimClient>(spec: &RunSpec, keep_events: bool) -> Simulation<C> 
     for (addr, app) in server_apps(spec) {
         sim.set_port(addr, PortMode::Listen(app)).ok();
     }
+    for (ip, c) in candidate_ips(spec).into_iter().zip(&spec.candidates) {
+        let mode = match c {
+            Candidate::Live => continue,
+            Candidate::Refusing => || PortMode::Refuse,
+            Candidate::BlackHoled => || PortMode::BlackHole,
+        };
+        // Dead hosts sit behind the same conditions as the server.
+        sim.add_host(ip, spec.path.clone());
+        for port in [SERVER.port(), LONG_PORT] {
+            sim.set_port(SocketAddr::new(ip, port), mode()).ok();
+        }
+    }
     sim
+}
+
+/// The addresses the resolver answers in `spec`, in order: the live server
+/// for each [`Candidate::Live`], `10.0.1.k` for the k-th dead one (from 1);
+/// `dns_copies` copies of the server without candidates.
+pub fn candidate_ips(spec: &RunSpec) -> Vec<IpAddr> {
+    if spec.candidates.is_empty() {
+        return vec![SERVER.ip(); spec.dns_copies.max(1)];
+    }
+    let mut dead = 0u8;
+    spec.candidates
+        .iter()
+        .map(|c| match c {
+            Candidate::Live => SERVER.ip(),
+            _ => {
+                dead = dead.saturating_add(1);
+                IpAddr::V4(std::net::Ipv4Addr::new(10, 0, 1, dead))
+            }
+        })
+        .collect()
 }
 
 /// The server applications of `spec`, with their addresses: the short-link
@@ -248,7 +325,7 @@ pub fn engine_client(variant: &EngineVariant, platform: Platform, spec: &RunSpec
     let mut cfg = StnClientConfig::new(
         name,
         profile,
-        vec![SERVER.ip(); spec.dns_copies.max(1)],
+        candidate_ips(spec),
         SERVER.port(),
         spec.long_link.then_some(LONG_PORT),
         platform.stack(),
@@ -267,19 +344,28 @@ pub fn engine_client(variant: &EngineVariant, platform: Platform, spec: &RunSpec
 /// The peer client of `kind` on `platform` for `spec` (any kind that is
 /// neither an engine nor the oracle).
 pub fn peer_client(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> Box<dyn CallClient> {
-    let routes = vec![SERVER; spec.dns_copies.max(1)];
+    let routes: Vec<SocketAddr> = candidate_ips(spec)
+        .into_iter()
+        .map(|ip| SocketAddr::new(ip, SERVER.port()))
+        .collect();
     match (kind, platform) {
         (ClientKind::PeerBenchmarked | ClientKind::PeerSensitivity, Platform::Ios) => {
-            Box::new(NsUrlSession::benchmarked(SERVER))
+            // One IP literal as benchmarked; with dead endpoints, the
+            // resolver's whole answer (the model tries routes in order).
+            let mut cfg = NsUrlSession::benchmarked_config(SERVER);
+            if !spec.candidates.is_empty() {
+                cfg.routes = routes;
+            }
+            Box::new(crate::peers::PeerClient::new(cfg))
         }
-        (ClientKind::PeerSensitivity, Platform::Android) => {
-            Box::new(OkHttp2017::sensitivity(SERVER, Kernel::LinuxClassic))
+        (ClientKind::PeerSensitivity, _) => {
+            Box::new(OkHttp2017::sensitivity(SERVER, platform.kernel()))
         }
         (ClientKind::PeerRecommended, Platform::Ios) => Box::new(NsUrlSession::recommended(routes)),
-        (ClientKind::PeerRecommended, Platform::Android) => {
-            Box::new(OkHttp5::recommended(routes, Kernel::LinuxClassic))
+        (ClientKind::PeerRecommended, _) => {
+            Box::new(OkHttp5::recommended(routes, platform.kernel()))
         }
-        _ => Box::new(OkHttp2017::benchmarked(SERVER, Kernel::LinuxClassic)),
+        _ => Box::new(OkHttp2017::benchmarked(SERVER, platform.kernel())),
     }
 }
 
@@ -339,35 +425,31 @@ fn fill_stats(rec: &mut RunRecord, s: &WorkloadStats) {
     rec.syns = Some(u64::from(s.cost.syns));
 }
 
-/// Wire sizes the oracle carries: the request and response as the engine
-/// frames them (HTTP head + body, or a 20-byte frame header + body).
-fn oracle_messages(spec: &RunSpec) -> Vec<crate::oracle::Message> {
-    if spec.long_link {
-        long_link_call(
-            spec.request_len + 20,
-            spec.response_len + 20,
-            Duration::ZERO,
-        )
-    } else if spec.keep_alive_server {
-        // Connection reuse: the best case is an established connection.
-        let req = http::post(
-            crate::bench::stn_client::CGI,
-            "10.0.0.2:8080",
-            &vec![0; spec.request_len],
-        )
-        .len();
-        let resp = http::response(200, &vec![0; spec.response_len]).len();
-        long_link_call(req, resp, Duration::ZERO)
-    } else {
-        let req = http::post(
-            crate::bench::stn_client::CGI,
-            "10.0.0.2:8080",
-            &vec![0; spec.request_len],
-        )
-        .len();
-        let resp = http::response(200, &vec![0; spec.response_len]).len();
-        fresh_tcp_call(req, resp, Duration::ZERO)
-    }
+/// The oracle's messages for `spec`: the handshake (once per run) and each
+/// call's exchange. Sizes are the bodies alone — every client's request
+/// and response carry at least those bytes — so the bound holds whatever
+/// heads or frame headers a client adds.
+fn oracle_messages(spec: &RunSpec) -> (Vec<Message>, Vec<Message>) {
+    let mut handshake = fresh_tcp_call(0, 0, Duration::ZERO);
+    handshake.truncate(2);
+    (
+        handshake,
+        long_link_call(spec.request_len, spec.response_len, Duration::ZERO),
+    )
+}
+
+/// The oracle's calls of `spec`: `calls` back to back from t = 0, on the
+/// simulation's own links to the server.
+fn oracle_calls(spec: &RunSpec, calls: u64, horizon: Instant) -> Vec<crate::oracle::OracleRun> {
+    let oracle = PhysicalLimit::new(&spec.path, spec.seed, SERVER.ip());
+    let (setup, call) = oracle_messages(spec);
+    oracle.run_sequence(
+        Instant::ZERO,
+        &setup,
+        &call,
+        usize::try_from(calls).unwrap_or(usize::MAX),
+        horizon,
+    )
 }
 
 /// The benchmark loop (one call at a time until `successes` successes, at
@@ -381,14 +463,7 @@ pub fn run_sequential(
     let name = kind.name(platform);
     let mut rec = base_record(spec, platform, name);
     if *kind == ClientKind::Oracle {
-        let oracle = PhysicalLimit::new(&spec.path, spec.seed);
-        let runs = oracle.run_sequence(
-            Knowledge::LinkSchedule,
-            Instant::ZERO,
-            &oracle_messages(spec),
-            usize::try_from(successes).unwrap_or(usize::MAX),
-            HORIZON,
-        );
+        let runs = oracle_calls(spec, successes, HORIZON);
         let mut start = Instant::ZERO;
         let calls: Vec<CallRecord> = runs
             .iter()
@@ -543,14 +618,8 @@ pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunR
     let mut rec = base_record(spec, platform, name);
     let limit = SINGLE_LIMIT;
     if *kind == ClientKind::Oracle {
-        let oracle = PhysicalLimit::new(&spec.path, spec.seed);
-        let run = oracle.run(
-            Knowledge::LinkSchedule,
-            Instant::ZERO,
-            &oracle_messages(spec),
-            limit,
-        );
-        let done = run.map(|r| secs(r.completed - Instant::ZERO));
+        let runs = oracle_calls(spec, 1, limit);
+        let done = runs.first().map(|r| secs(r.completed - Instant::ZERO));
         rec.attempts = 1;
         rec.successes = u64::from(done.is_some());
         rec.completion_s = done;

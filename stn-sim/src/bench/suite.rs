@@ -16,7 +16,8 @@ use crate::preset::Preset;
 /// A benchmark suite.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Suite {
-    /// 500 successes one at a time, retry 0, on 3G, 2G, 10/30/50/70 % loss.
+    /// 500 successes one at a time, retry 0, on 3G, 2G, 10/30/50/70 % loss;
+    /// iOS, Android (Linux < 6.5) and Android on Linux ≥ 6.5.
     Loss,
     /// 100 % loss for R = 5, 10, … 40 s, then the normal network; one call
     /// per client at t = 0; 3 runs. Nominal scenario (`outage-Rs`: the
@@ -30,16 +31,23 @@ pub enum Suite {
     /// Beyond: the loss suite over the long link (engine clients), with the
     /// recommended peers (keep-alive) beside them.
     LongLink,
-    /// Beyond: bursty (Gilbert–Elliott) loss, mean 10/30/50 %, bursts of 4.
+    /// Beyond: bursty (Gilbert–Elliott) loss, mean 10/30/50 %, bursts of
+    /// [`BURSTY_MEAN_BURST`] (in time).
     Bursty,
     /// Beyond: the loss suite with the peers as their docs recommend
-    /// (OkHttp 5 shared client, NSURLSession shared session) against stn.
+    /// (OkHttp 5 shared client, NSURLSession shared session) against stn;
+    /// on the same three platforms as [`Suite::Loss`].
     Recommended,
+    /// Beyond: the condition matrix (issue 11, [`crate::bench::matrix`]):
+    /// a pairwise covering design over RTT, loss, bandwidth, jitter, dead
+    /// endpoints, outages, TCP stack, link and retry count, plus an outage
+    /// sweep in 0.1 s steps; gated per cell ([`crate::bench::gate`]).
+    Matrix,
 }
 
 impl Suite {
     /// Every suite, in report order.
-    pub const ALL: [Suite; 7] = [
+    pub const ALL: [Suite; 8] = [
         Suite::Loss,
         Suite::Sensitivity,
         Suite::RequestSize,
@@ -47,6 +55,7 @@ impl Suite {
         Suite::LongLink,
         Suite::Bursty,
         Suite::Recommended,
+        Suite::Matrix,
     ];
 
     /// The suite's name in records and on the command line.
@@ -59,6 +68,7 @@ impl Suite {
             Suite::LongLink => "long_link",
             Suite::Bursty => "bursty",
             Suite::Recommended => "recommended",
+            Suite::Matrix => "matrix",
         }
     }
 
@@ -166,6 +176,10 @@ impl SensitivityVariant {
     }
 }
 
+/// Mean burst of the bursty suite: 200 ms (bursts are in time; a burst of
+/// 200 ms covers about three round trips of the 60 ms loss path).
+pub const BURSTY_MEAN_BURST: Duration = Duration::from_millis(200);
+
 /// The loss scenarios: (name, conditions).
 pub fn loss_scenarios() -> Vec<(String, PathConditions)> {
     let mut v = vec![
@@ -181,7 +195,7 @@ pub fn loss_scenarios() -> Vec<(String, PathConditions)> {
     v
 }
 
-fn run_seed(seed: u64, suite: Suite, scenario: &str, run: u32) -> u64 {
+pub(crate) fn run_seed(seed: u64, suite: Suite, scenario: &str, run: u32) -> u64 {
     // The same seed for every client of one scenario run: same loss streams.
     let mut h = crate::trace::Fnv64::new();
     h.write(suite.name().as_bytes());
@@ -200,6 +214,7 @@ fn spec(suite: Suite, scenario: &str, path: PathSchedule, seed: u64, run: u32) -
         long_link: false,
         retry_count: Some(0),
         dns_copies: BENCHMARK_DNS_COPIES,
+        candidates: Vec::new(),
         keep_alive_server: false,
         seed: run_seed(seed, suite, scenario, run),
         run,
@@ -236,14 +251,21 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
                             format!("bursty-{p}%"),
                             Preset::LossPercent(0.0)
                                 .conditions()
-                                .with_bursty_loss(f64::from(p) / 100.0, 4.0),
+                                .with_bursty_loss(f64::from(p) / 100.0, BURSTY_MEAN_BURST),
                         )
                     })
                     .collect(),
                 _ => loss_scenarios(),
             };
+            // Android on Linux >= 6.5 beside Linux < 6.5 where the peers'
+            // faster SYN schedule matters most: the loss and
+            // recommended-peer tables (issue 11 point 5).
+            let platforms: &[Platform] = match suite {
+                Suite::Loss | Suite::Recommended => &Platform::WITH_LINUX_6_5,
+                _ => &Platform::ALL,
+            };
             for (name, cond) in scenarios {
-                for platform in Platform::ALL {
+                for &platform in platforms {
                     let clients = match suite {
                         Suite::Recommended => {
                             let mut v = vec![ClientKind::STN];
@@ -339,6 +361,11 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
                         }
                     }
                 }
+            }
+        }
+        Suite::Matrix => {
+            for cell in crate::bench::matrix::cells(opts.quick) {
+                cell.run(opts.seed, |r| opts.emit(&r, &mut out));
             }
         }
         Suite::RequestSize | Suite::ResponseSize => {

@@ -69,7 +69,11 @@ fn find<'a>(
 /// did not run are skipped).
 pub fn evaluate(records: &[RunRecord], client: &str) -> Vec<TargetCheck> {
     let mut out = Vec::new();
-    let mine: Vec<&RunRecord> = records.iter().filter(|r| r.client == client).collect();
+    // The matrix has its own per-cell gate (`crate::bench::gate`).
+    let mine: Vec<&RunRecord> = records
+        .iter()
+        .filter(|r| r.client == client && r.suite != "matrix")
+        .collect();
     for r in &mine {
         let ratio = |other: &RunRecord, what: &str, bound: f64, out: &mut Vec<TargetCheck>| {
             let measured = if other.total_s > 0.0 {

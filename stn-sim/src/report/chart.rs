@@ -46,7 +46,7 @@ pub struct LineChart {
 /// Drawing failed (plotters reports layout errors this way).
 #[derive(Debug, thiserror::Error)]
 #[error("chart: {0}")]
-pub struct ChartError(String);
+pub struct ChartError(pub(crate) String);
 
 const COLORS: [RGBColor; 8] = [
     RGBColor(0x1f, 0x77, 0xb4),

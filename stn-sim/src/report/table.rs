@@ -470,6 +470,7 @@ pub fn all_tables(runs: &[RunRecord]) -> String {
         out.push_str(&match suite {
             "sensitivity" => sensitivity_tables(suite, &these),
             "request_size" | "response_size" => size_tables(suite, &these),
+            "matrix" => crate::bench::gate::tables(&these),
             _ => loss_tables(suite, &these),
         });
         out.push_str(&notes(&these));

@@ -284,15 +284,22 @@ impl TcpConn {
         }
         match self.state {
             State::Closed => return,
-            State::SynSent { .. } => {
+            State::SynSent { syns_sent, .. } => {
                 if seg.flags.contains(Flags::SYN.with(Flags::ACK)) && seg.ack == 1 {
                     self.snd_una = 1;
                     self.snd_nxt = 1;
                     self.snd_max = 1;
                     self.rcv_nxt = seg.seq + 1;
                     self.ts_recent = Some(seg.ts_val);
-                    if let Some(echo) = seg.ts_ecr {
-                        self.rtt.sample(now - echo);
+                    match (syns_sent > 1, self.stack.rto.after_syn_retransmit()) {
+                        // A retransmitted SYN: Linux takes no sample and
+                        // falls back to a 3 s RTO (docs/lab.md).
+                        (true, Some(rto)) => self.rtt = RttEstimator::with_no_sample_rto(rto),
+                        _ => {
+                            if let Some(echo) = seg.ts_ecr {
+                                self.rtt.sample(now - echo);
+                            }
+                        }
                     }
                     self.state = State::Established;
                     self.events.push_back(SocketEvent::Connected);
@@ -629,11 +636,17 @@ mod tests {
 
     impl Pair {
         fn new(owd_ms: u64) -> Self {
+            Self::with(owd_ms, TcpStack::linux_classic(), Vec::new())
+        }
+
+        /// A pair on `stack` whose client-side segments `drop_a` (by index)
+        /// are lost, the first SYN included.
+        fn with(owd_ms: u64, stack: TcpStack, drop_a: Vec<usize>) -> Self {
             let a = TcpConn::connect(
                 Instant::ZERO,
                 addr("10.0.0.1:40000"),
                 addr("10.0.0.2:80"),
-                TcpStack::linux_classic(),
+                stack,
             );
             let mut p = Pair {
                 now: Instant::ZERO,
@@ -641,7 +654,7 @@ mod tests {
                 b: None,
                 owd: Duration::from_millis(owd_ms),
                 in_flight: Vec::new(),
-                drop_a: Vec::new(),
+                drop_a,
                 sent_a: 0,
                 a_events: Vec::new(),
                 b_events: Vec::new(),
@@ -670,6 +683,20 @@ mod tests {
                     self.b_events.push(e);
                 }
             }
+        }
+
+        /// Sends `hello` from a now, runs until `end`, checks that it
+        /// arrived, and returns when each copy of it left a.
+        fn hello_sends(&mut self, end: Instant) -> Vec<Instant> {
+            self.a.send(self.now, b"hello").unwrap();
+            self.pump();
+            self.run_until(end);
+            assert_eq!(self.received_by_b(), b"hello");
+            self.a_sends
+                .iter()
+                .filter(|(_, s)| s.payload.as_ref() == b"hello")
+                .map(|(t, _)| *t)
+                .collect()
         }
 
         fn run_until(&mut self, end: Instant) {
@@ -763,20 +790,42 @@ mod tests {
         // Segments so far from a: SYN (0), ACK (1). Drop the request (2) and
         // its first retransmission (3).
         p.drop_a = vec![2, 3];
-        p.a.send(p.now, b"hello").unwrap();
-        p.pump();
-        p.run_until(Instant::from_secs(10));
-        assert_eq!(p.received_by_b(), b"hello");
-        let sends: Vec<Instant> = p
-            .a_sends
-            .iter()
-            .filter(|(_, s)| s.payload.as_ref() == b"hello")
-            .map(|(t, _)| *t)
-            .collect();
+        let sends = p.hello_sends(Instant::from_secs(10));
         assert_eq!(sends.len(), 3);
         // RTT sample 200 ms → RTO 600 ms, then doubled to 1.2 s.
         assert_eq!(sends[1] - sends[0], Duration::from_millis(600));
         assert_eq!(sends[2] - sends[1], Duration::from_millis(1200));
+    }
+
+    /// The first retransmission of a request on a connection whose SYN was
+    /// lost once, on `stack`.
+    fn first_retransmission_after_a_lost_syn(stack: TcpStack) -> Duration {
+        // Drop the first SYN (0); the second SYN (1) and its ACK (2) pass;
+        // drop the request (3).
+        let mut p = Pair::with(100, stack, vec![0, 3]);
+        p.run_until(Instant::from_millis(1250));
+        assert_eq!(p.a_events, vec![SocketEvent::Connected]);
+        let sends = p.hello_sends(Instant::from_secs(20));
+        assert_eq!(sends.len(), 2);
+        sends[1] - sends[0]
+    }
+
+    #[test]
+    fn linux_falls_back_to_a_3_s_rto_after_a_retransmitted_syn() {
+        // No RTT sample from the handshake (Karn's rule): 3 s, not 600 ms.
+        assert_eq!(
+            first_retransmission_after_a_lost_syn(TcpStack::linux_classic()),
+            Duration::from_secs(3)
+        );
+        assert_eq!(
+            first_retransmission_after_a_lost_syn(TcpStack::linux_6_5()),
+            Duration::from_secs(3)
+        );
+        // xnu as modelled samples the SYN-ACK: srtt 200 ms → 800 ms.
+        assert_eq!(
+            first_retransmission_after_a_lost_syn(TcpStack::xnu()),
+            Duration::from_millis(800)
+        );
     }
 
     #[test]

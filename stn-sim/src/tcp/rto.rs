@@ -8,6 +8,9 @@ use stn_proto::time::{duration_nanos_saturating, Duration};
 pub struct RttEstimator {
     srtt: Option<u64>,
     rttvar: u64,
+    /// The RTO before the first sample, when not the initial 1 s (Linux
+    /// after a retransmitted SYN: [`RtoPolicy::after_syn_retransmit`]).
+    no_sample_rto: Option<u64>,
 }
 
 impl RttEstimator {
@@ -16,6 +19,15 @@ impl RttEstimator {
         RttEstimator {
             srtt: None,
             rttvar: 0,
+            no_sample_rto: None,
+        }
+    }
+
+    /// No sample yet, and an RTO of `rto` until the first one.
+    pub fn with_no_sample_rto(rto: Duration) -> Self {
+        RttEstimator {
+            no_sample_rto: Some(duration_nanos_saturating(rto)),
+            ..Self::new()
         }
     }
 
@@ -58,10 +70,12 @@ pub enum RtoPolicy {
 
 impl RtoPolicy {
     /// The un-backed-off RTO for the estimator's state (initial 1 s without a
-    /// sample).
+    /// sample, or the estimator's own no-sample RTO).
     pub fn base_rto(self, est: &RttEstimator) -> Duration {
         let Some(srtt) = est.srtt() else {
-            return Duration::from_secs(1);
+            return est
+                .no_sample_rto
+                .map_or(Duration::from_secs(1), Duration::from_nanos);
         };
         let var4 = est.rttvar() * 4;
         let rto = match self {
@@ -78,6 +92,19 @@ impl RtoPolicy {
         let base = self.base_rto(est);
         let factor = 1u32.checked_shl(backoff.min(20)).unwrap_or(u32::MAX);
         base.saturating_mul(factor).min(self.max_rto())
+    }
+
+    /// What a handshake whose SYN was retransmitted leaves: `None` — the
+    /// SYN-ACK gives an RTT sample as usual (xnu, as modelled); `Some(rto)`
+    /// — no sample (Karn's rule) and this RTO until the first data sample.
+    /// Linux: `TCP_TIMEOUT_FALLBACK`, 3 s (RFC 6298 §5.7, `tcp_init_metrics`;
+    /// measured by the delay lab, docs/lab.md). The kernel's slow decay of
+    /// `rttvar` after that first sample is not modelled.
+    pub fn after_syn_retransmit(self) -> Option<Duration> {
+        match self {
+            RtoPolicy::Linux => Some(Duration::from_secs(3)),
+            RtoPolicy::Xnu => None,
+        }
     }
 
     /// The cap.
@@ -128,6 +155,17 @@ mod tests {
             RtoPolicy::Linux.base_rto(&RttEstimator::new()),
             Duration::from_secs(1)
         );
+    }
+
+    #[test]
+    fn the_no_sample_rto_holds_until_the_first_sample() {
+        let three = RtoPolicy::Linux.after_syn_retransmit().unwrap();
+        let mut e = RttEstimator::with_no_sample_rto(three);
+        assert_eq!(RtoPolicy::Linux.base_rto(&e), Duration::from_secs(3));
+        assert_eq!(RtoPolicy::Linux.rto(&e, 1), Duration::from_secs(6));
+        e.sample(Duration::from_millis(200));
+        assert_eq!(RtoPolicy::Linux.base_rto(&e), Duration::from_millis(600));
+        assert_eq!(RtoPolicy::Xnu.after_syn_retransmit(), None);
     }
 
     #[test]
