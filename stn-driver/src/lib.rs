@@ -52,10 +52,14 @@
 //! }
 //! ```
 //!
-//! Tracing: a `stn_task` span per task (id, cmd id, CGI, channel) with an
-//! event per attempt (from the engine's [`Report`](stn_proto::engine::Report))
-//! and one when it ends; connects, closes, resolves and the long link's
-//! status at debug level.
+//! Tracing: every client event is under the one target `stn` (enable it
+//! with `RUST_LOG=stn=info` or `stn=debug`, whichever adapter runs the
+//! client). WARN when a task fails (with its error) or pushes are dropped;
+//! INFO when the long link goes up (with its address) or down; DEBUG for a
+//! `stn_task` span per task (id, cmd id, CGI, channel) with an event per
+//! attempt (from the engine's [`Report`](stn_proto::engine::Report): channel,
+//! endpoint, `duration` as a `Duration`, connect attempts, bytes) and one
+//! when it ends, and for connects, closes and resolves.
 #![forbid(unsafe_code)]
 
 mod client;

@@ -274,3 +274,39 @@ async fn to_takes_host_names_and_the_long_link_client_version() {
     std::fs::remove_dir_all(&dir).ok();
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_link_to_the_http_port_fails_with_a_protocol_error() {
+    let server = Server::start(ServerConfig::default())
+        .await
+        .expect("server");
+    let http = server.short_addr().expect("short").to_string();
+    let out = run(["send", "--to", &http, "--channel", "long", "--retry", "0"]
+        .map(String::from)
+        .to_vec())
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    // The HTTP server refuses the frame at once (400); the client reads
+    // "HTTP/1.1 …" as a frame header and says so, instead of waiting for
+    // its heartbeat to time out.
+    assert!(stdout.contains("long-link frame"), "{stdout}");
+    assert!(!stdout.contains("heartbeat"), "{stdout}");
+    server.shutdown().await;
+}
+
+#[test]
+fn address_in_use_is_named_once() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let out = run_blocking(&["serve", "--no-long", "--short", &addr]);
+    assert_no_abort(&out, &["serve"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&addr), "{stderr}");
+    assert_eq!(
+        stderr.matches("Address already in use").count(),
+        1,
+        "{stderr}"
+    );
+}

@@ -225,6 +225,10 @@ impl RequestParser {
         if buf.len() >= limit {
             return Err(RequestError::HeadTooLarge(limit));
         }
+        // No end yet: refuse at once what can never become a request (a
+        // long-link frame, TLS, garbage), so such a peer gets its 400 now
+        // rather than after the request timeout.
+        reject_early(window, &self.limits)?;
         Ok(None)
     }
 }
@@ -273,6 +277,17 @@ fn head_error(e: httparse::Error, raw: &[u8], limits: &RequestLimits) -> Request
                 RequestError::Malformed("version")
             }
         }
+    }
+}
+
+/// `httparse`'s verdict on the start of a head whose end has not arrived:
+/// an error it would give whatever follows.
+fn reject_early(partial: &[u8], limits: &RequestLimits) -> Result<(), RequestError> {
+    let slots = limits.max_headers.min(partial.len() / 2 + 1);
+    let mut fields = vec![httparse::EMPTY_HEADER; slots];
+    match httparse::Request::new(&mut fields).parse(partial) {
+        Err(e) => Err(head_error(e, partial, limits)),
+        Ok(_) => Ok(()),
     }
 }
 
@@ -439,6 +454,27 @@ mod tests {
                 err.unwrap_or_else(|| panic!("no error for {:?}", String::from_utf8_lossy(wire)));
             assert_eq!(err.status(), *status, "{err}");
         }
+    }
+
+    #[test]
+    fn what_can_never_be_a_request_is_refused_before_its_end() {
+        // A long-link frame header (20 bytes, binary) and a TLS ClientHello
+        // start: no head end will ever come, and none is waited for.
+        for wire in [
+            &[
+                0, 0, 0, 20, 0, 0, 0, 200, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 5,
+            ][..],
+            &[0x16, 0x03, 0x01, 0x02, 0x00, 0x01][..],
+        ] {
+            let mut parser = RequestParser::new(LIMITS);
+            let mut buf = BytesMut::from(wire);
+            let err = parser.parse(&mut buf).unwrap_err();
+            assert_eq!(err.status(), 400, "{err}");
+        }
+        // A valid start still waits for the rest.
+        let mut parser = RequestParser::new(LIMITS);
+        let mut buf = BytesMut::from(&b"POST /a HTTP/1.1\r\nHost: x"[..]);
+        assert_eq!(parser.parse(&mut buf), Ok(None));
     }
 
     #[test]
