@@ -270,25 +270,40 @@ pub(crate) async fn hints<H: Harness>() {
 /// racing moves on to 127.0.0.1).
 pub(crate) async fn host_name_endpoint<H: Harness>() {
     let server = ServerHost::healthy();
-    let client = Client::<H::Rt>::builder()
-        .endpoint("localhost")
-        .short_link_port(server.short().port())
-        .long_link_port(server.long().port())
+    let short_port = server.short().port();
+    // A host name with the port beside it or in it, and a SocketAddr.
+    let builders = [
+        Client::<H::Rt>::builder()
+            .endpoint("localhost")
+            .short_link_port(short_port),
+        Client::<H::Rt>::builder().endpoint(format!("localhost:{short_port}")),
+        Client::<H::Rt>::builder().socket_addr(server.short()),
+    ];
+    for builder in builders {
+        let client = builder
+            .long_link_port(server.long().port())
+            .build()
+            .expect("client");
+        assert_eq!(
+            client
+                .send(short_task("by name"))
+                .await
+                .expect("short")
+                .body,
+            "by name"
+        );
+        assert_eq!(
+            client.send(long_task("by name")).await.expect("long").body,
+            "by name"
+        );
+        client.shutdown().await;
+    }
+    // Malformed text is refused by build(), naming it.
+    let err = Client::<H::Rt>::builder()
+        .endpoint("localhost:80:81")
         .build()
-        .expect("client");
-    assert_eq!(
-        client
-            .send(short_task("by name"))
-            .await
-            .expect("short")
-            .body,
-        "by name"
-    );
-    assert_eq!(
-        client.send(long_task("by name")).await.expect("long").body,
-        "by name"
-    );
-    client.shutdown().await;
+        .expect_err("malformed");
+    assert!(err.to_string().contains("\"localhost:80:81\""), "{err}");
 }
 
 /// A listener whose accept queue is full: SYNs to it are dropped, so a
