@@ -78,10 +78,9 @@ mod tests {
     use stn_driver::{connect_error, Runtime};
 
     use super::*;
-    use crate::AsyncStdRuntime;
 
     /// How many runtimes [`on_each_runtime`] runs on.
-    const RUNTIMES: usize = if cfg!(feature = "smol") { 2 } else { 1 };
+    const RUNTIMES: usize = cfg!(feature = "smol") as usize + cfg!(feature = "async-std") as usize;
 
     /// Runs `f` on each runtime's own executor, bounded by 10 s each.
     fn on_each_runtime<F, Fut>(f: F)
@@ -89,7 +88,8 @@ mod tests {
         F: Fn(Box<dyn Runtime>) -> Fut,
         Fut: Future<Output = ()>,
     {
-        async_std::task::block_on(bounded(f(Box::new(AsyncStdRuntime))));
+        #[cfg(feature = "async-std")]
+        async_std::task::block_on(bounded(f(Box::new(crate::AsyncStdRuntime))));
         #[cfg(feature = "smol")]
         smol::block_on(bounded(f(Box::new(crate::SmolRuntime::default()))));
     }

@@ -10,6 +10,9 @@
 //! async-std is discontinued upstream and its users move to smol. Both sit on
 //! async-io, so the same client also runs on smol's executor:
 //! [`SmolClient`] on [`SmolRuntime`] (feature `smol`, on by default).
+//! A smol-only app turns async-std off:
+//! `stn-asyncstd = { version = "0.1", default-features = false, features = ["smol"] }`
+//! (the async-std [`Client`] is feature `async-std`, also on by default).
 //!
 //! The API is the one `stn-tokio` has: `Client::builder()` … `.build()`,
 //! [`send`](stn_driver::Client::send), [`pushes`](stn_driver::Client::pushes),
@@ -71,24 +74,30 @@
 //! tokio thread) and talks to it with this client.
 #![forbid(unsafe_code)]
 
+#[cfg(feature = "async-std")]
 mod async_std_rt;
 mod io;
 #[cfg(feature = "smol")]
 mod smol_rt;
 
+#[cfg(feature = "async-std")]
 pub use async_std_rt::AsyncStdRuntime;
 #[cfg(feature = "smol")]
 pub use smol_rt::SmolRuntime;
-pub use stn_driver::{BuildError, EndpointState, Error, Finished, Push, Pushes, Snapshot};
+pub use stn_driver::{
+    BuildError, Endpoint, EndpointError, EndpointState, Error, Finished, Push, Pushes, Snapshot,
+};
 pub use stn_proto as proto;
 
 /// The stn client on async-std. Build one with `Client::builder()` (from
 /// any thread: async-std needs no runtime context); see the
 /// [crate docs](crate) for an example and [`stn_driver::Client`] for the
 /// methods.
+#[cfg(feature = "async-std")]
 pub type Client = stn_driver::Client<AsyncStdRuntime>;
 
 /// The builder of a [`Client`].
+#[cfg(feature = "async-std")]
 pub type ClientBuilder = stn_driver::Builder<AsyncStdRuntime>;
 
 /// The stn client on smol's executor: `SmolClient::builder()` spawns on

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::marker::PhantomData;
-use std::net::IpAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -18,6 +18,7 @@ use stn_proto::Profile;
 
 use crate::clock::Clock;
 use crate::driver::{Command, Control, Driver, DriverParts, Judge};
+use crate::endpoint::{Endpoint, EndpointError};
 use crate::error::Error;
 use crate::outcome::{Finished, Snapshot};
 use crate::pushes::{self, Pushes};
@@ -35,6 +36,25 @@ pub enum BuildError {
     /// Neither a short-link nor a long-link port was given.
     #[error("no ports: give a short-link port, a long-link port, or both")]
     NoPorts,
+    /// An endpoint given as text is neither an IP, an `IP:port`, a host name
+    /// nor a `host:port`.
+    #[error(transparent)]
+    InvalidEndpoint(#[from] EndpointError),
+    /// Two endpoints (or an endpoint and
+    /// [`short_link_port`](Builder::short_link_port)) name different
+    /// short-link ports; the engine uses one short-link port for every
+    /// address.
+    #[error("conflicting short-link ports: {first} and {second} (the short link uses one port for every endpoint; give the others through long_link_port)")]
+    ShortPortConflict {
+        /// The first port's source, e.g. `"10.0.0.1:80"` or `"short_link_port(80)"`.
+        first: String,
+        /// The one that differs.
+        second: String,
+    },
+    /// The runtime cannot run the client from here (for tokio: `build()`
+    /// was called outside a tokio runtime).
+    #[error("no runtime: {0}")]
+    NoRuntime(String),
 }
 
 /// Configures and starts a [`Client`]. Get one from [`Client::builder`]
@@ -47,7 +67,11 @@ pub struct Builder<R> {
     hosts: Vec<String>,
     backup_ips: Vec<IpAddr>,
     short_port: Option<u16>,
+    /// Where each short-link port came from, for the conflict error.
+    short_port_sources: Vec<(u16, String)>,
     long_ports: Vec<u16>,
+    /// Endpoints that did not parse; `build()` reports the first.
+    endpoint_errors: Vec<EndpointError>,
     edits: Vec<ConfigEdit>,
     identify: IdentifyDecision,
     judge: Option<Judge>,
@@ -94,7 +118,9 @@ impl<R: Runtime> Builder<R> {
             hosts: Vec::new(),
             backup_ips: Vec::new(),
             short_port: None,
+            short_port_sources: Vec::new(),
             long_ports: Vec::new(),
+            endpoint_errors: Vec::new(),
             edits: Vec::new(),
             identify: IdentifyDecision::Never,
             judge: None,
@@ -105,14 +131,40 @@ impl<R: Runtime> Builder<R> {
         }
     }
 
-    /// Adds an endpoint: an IP address, or else a host name resolved with
-    /// the runtime's resolver whenever the engine asks.
+    /// Adds an endpoint written as text: an IP (`10.0.0.1`, `::1`), a host
+    /// name resolved with the runtime's resolver whenever the engine asks
+    /// (`example.com`), or either with a port (`10.0.0.1:8080`,
+    /// `[::1]:8080`, `example.com:8080`), which is then the short-link port
+    /// (the long link's come from [`long_link_port`](Self::long_link_port)).
+    /// Text that is none of these makes [`build`](Self::build) fail with
+    /// [`BuildError::InvalidEndpoint`] naming it.
     #[must_use]
-    pub fn endpoint(self, endpoint: impl AsRef<str>) -> Self {
-        let s = endpoint.as_ref();
-        match s.parse::<IpAddr>() {
-            Ok(ip) => self.ip(ip),
-            Err(_) => self.host(s),
+    pub fn endpoint(mut self, endpoint: impl AsRef<str>) -> Self {
+        match endpoint.as_ref().parse::<Endpoint>() {
+            Ok(e) => self.add_endpoint(e),
+            Err(e) => {
+                self.endpoint_errors.push(e);
+                self
+            }
+        }
+    }
+
+    /// Adds an IP and its short-link port (see [`endpoint`](Self::endpoint)).
+    #[must_use]
+    pub fn socket_addr(self, addr: SocketAddr) -> Self {
+        self.add_endpoint(addr.into())
+    }
+
+    /// Adds a parsed [`Endpoint`] (see [`endpoint`](Self::endpoint)).
+    #[must_use]
+    pub fn add_endpoint(mut self, endpoint: Endpoint) -> Self {
+        if let Some(port) = endpoint.port() {
+            self.short_port_sources.push((port, endpoint.to_string()));
+        }
+        match (endpoint.ip(), endpoint.host_name()) {
+            (Some(ip), _) => self.ip(ip),
+            (None, Some(name)) => self.host(name),
+            (None, None) => self,
         }
     }
 
@@ -144,11 +196,30 @@ impl<R: Runtime> Builder<R> {
         self
     }
 
-    /// The short-link (HTTP) port.
+    /// The short-link (HTTP) port, for every endpoint.
     #[must_use]
     pub fn short_link_port(mut self, port: u16) -> Self {
         self.short_port = Some(port);
         self
+    }
+
+    /// The one short-link port: [`short_link_port`](Self::short_link_port)
+    /// or the endpoints' own, which must all agree.
+    fn resolved_short_port(&self) -> Result<Option<u16>, BuildError> {
+        let explicit = self
+            .short_port
+            .map(|p| (p, format!("short_link_port({p})")));
+        let mut sources = explicit.iter().chain(&self.short_port_sources);
+        let Some((port, first)) = sources.next() else {
+            return Ok(None);
+        };
+        if let Some((_, second)) = sources.find(|(p, _)| p != port) {
+            return Err(BuildError::ShortPortConflict {
+                first: first.clone(),
+                second: second.clone(),
+            });
+        }
+        Ok(Some(*port))
     }
 
     /// Adds a long-link port (every port is tried with every IP). Without
@@ -274,12 +345,17 @@ impl<R: Runtime> Builder<R> {
     ///
     /// # Errors
     ///
-    /// [`BuildError`] if no endpoint or no port was given.
+    /// [`BuildError`] if an endpoint is malformed, short-link ports
+    /// conflict, or no endpoint or no port was given.
     pub fn engine_config(&mut self) -> Result<Config, BuildError> {
+        if let Some(e) = self.endpoint_errors.first() {
+            return Err(e.clone().into());
+        }
         if self.ips.is_empty() && self.hosts.is_empty() {
             return Err(BuildError::NoEndpoints);
         }
-        if self.short_port.is_none() && self.long_ports.is_empty() {
+        let short_port = self.resolved_short_port()?;
+        if short_port.is_none() && self.long_ports.is_empty() {
             return Err(BuildError::NoPorts);
         }
         let mut config = Config::for_profile(self.profile).seed(self.seed);
@@ -288,7 +364,7 @@ impl<R: Runtime> Builder<R> {
         config.short_link.backup_ips = self.backup_ips.clone();
         // Without a short-link port the short link has no candidates; tasks
         // that could use it go long.
-        config.short_link.port = self.short_port.unwrap_or(0);
+        config.short_link.port = short_port.unwrap_or(0);
         if !self.long_ports.is_empty() {
             config.long_link = Some(LongLinkEndpoints {
                 hosts: self.hosts.clone(),
@@ -308,9 +384,12 @@ impl<R: Runtime> Builder<R> {
     ///
     /// # Errors
     ///
-    /// [`BuildError`] if no endpoint or no port was given.
+    /// [`BuildError`] if an endpoint is malformed, short-link ports
+    /// conflict, no endpoint or no port was given, or the runtime cannot
+    /// spawn from here ([`Runtime::check`]). Never panics.
     pub fn build(mut self) -> Result<Client<R>, BuildError> {
         let config = self.engine_config()?;
+        self.runtime.check().map_err(BuildError::NoRuntime)?;
         let rt: Arc<dyn Runtime> = Arc::new(self.runtime);
         let clock = Clock::new(rt.now());
         let engine = Engine::new(clock.to_proto(rt.now()), config);
@@ -546,11 +625,18 @@ mod tests {
 
     fn assert_send_sync<T: Send + Sync + Clone + 'static>() {}
 
+    /// A runtime the tests never start; `unavailable` makes
+    /// [`Runtime::check`] fail.
     #[derive(Debug, Default)]
-    struct NoRuntime;
+    struct NoRuntime {
+        unavailable: Option<&'static str>,
+    }
 
     impl Runtime for NoRuntime {
         fn spawn(&self, _: crate::BoxFuture<()>) {}
+        fn check(&self) -> Result<(), String> {
+            self.unavailable.map_or(Ok(()), |why| Err(why.to_owned()))
+        }
         fn new_timer(&self, _: std::time::Instant) -> std::pin::Pin<Box<dyn crate::AsyncTimer>> {
             unreachable!("not started in these tests")
         }
@@ -594,6 +680,68 @@ mod tests {
         assert_eq!(long.ips, vec![ip]);
         assert_eq!(c.max_queued_tasks, 5);
         assert_eq!(c.retry_interval, stn_proto::time::Duration::from_secs(3));
+    }
+
+    #[test]
+    fn endpoints_with_ports_and_socket_addrs() {
+        let mut b = Client::<NoRuntime>::builder()
+            .endpoint("192.0.2.1:8080")
+            .endpoint("example.invalid:8080")
+            .socket_addr("[2001:db8::1]:8080".parse().unwrap())
+            .long_link_port(8081);
+        let c = b.engine_config().unwrap();
+        assert_eq!(c.short_link.port, 8080);
+        assert_eq!(c.short_link.hosts, vec!["example.invalid".to_owned()]);
+        let ips: Vec<IpAddr> = vec!["192.0.2.1".parse().unwrap(), "2001:db8::1".parse().unwrap()];
+        assert_eq!(c.short_link.ips, ips);
+        assert_eq!(c.long_link.unwrap().ports, vec![8081]);
+        // A port on an endpoint alone is enough to have a short link.
+        let mut b = Client::<NoRuntime>::builder().endpoint("localhost:1");
+        assert_eq!(b.engine_config().unwrap().short_link.port, 1);
+    }
+
+    #[test]
+    fn malformed_endpoints_and_port_conflicts_fail_the_build() {
+        let err = Client::<NoRuntime>::builder()
+            .endpoint("127.0.0.1:80:90")
+            .short_link_port(80)
+            .build()
+            .unwrap_err();
+        assert!(matches!(&err, BuildError::InvalidEndpoint(e) if e.input == "127.0.0.1:80:90"));
+        assert!(err.to_string().contains("\"127.0.0.1:80:90\""), "{err}");
+        let err = Client::<NoRuntime>::builder()
+            .endpoint("10.0.0.1:80")
+            .endpoint("10.0.0.2:81")
+            .build()
+            .unwrap_err();
+        assert_eq!(
+            err,
+            BuildError::ShortPortConflict {
+                first: "10.0.0.1:80".into(),
+                second: "10.0.0.2:81".into()
+            }
+        );
+        let err = Client::<NoRuntime>::builder()
+            .short_link_port(79)
+            .endpoint("10.0.0.1:80")
+            .build()
+            .unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("short_link_port(79) and 10.0.0.1:80"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn a_runtime_that_cannot_spawn_fails_the_build() {
+        let err = Builder::with_runtime(NoRuntime {
+            unavailable: Some("not here"),
+        })
+        .endpoint("10.0.0.1:80")
+        .build()
+        .unwrap_err();
+        assert_eq!(err, BuildError::NoRuntime("not here".into()));
     }
 
     #[test]

@@ -30,6 +30,7 @@ use bytes::Bytes;
 use futures_channel::oneshot;
 use futures_core::Stream;
 use stn_proto::engine::{Engine, Event, Input, JudgeRequest, LinkStatus, Output, Report, Verdict};
+use stn_proto::error::Error as ProtoError;
 use stn_proto::io::{ConnEvent, ConnId, IoAction};
 use stn_proto::long_link::IdentifyDecision;
 use stn_proto::net::NetworkKind;
@@ -42,6 +43,11 @@ use crate::outcome::{EndpointState, Finished, Push, Snapshot};
 use crate::pushes::{Offer, Subscriber};
 use crate::ready::{ReadySet, Token, TokenWaker};
 use crate::runtime::{AsyncTimer, BoxFuture, Runtime};
+
+/// The one tracing target of every client event and span, so that
+/// `RUST_LOG=stn=debug` (or `stn=info`) shows the client whichever adapter
+/// runs it; `stn` also prefixes the crates' module targets (`stn_tokio::…`).
+pub(crate) const TRACE_TARGET: &str = "stn";
 
 /// Requests from the client handles to the driver.
 pub(crate) enum Command {
@@ -190,7 +196,7 @@ impl Driver {
     fn execute(&mut self, output: Output) {
         match output {
             Output::Io(IoAction::Connect { conn, addr }) => {
-                tracing::debug!(%conn, %addr, "connect");
+                tracing::debug!(target: TRACE_TARGET, %conn, %addr, "connect");
                 self.endpoints.insert(addr);
                 let connect = self.rt.connect(addr);
                 // The new token is queued: the next round polls the connect.
@@ -210,11 +216,11 @@ impl Driver {
                 }
             }
             Output::Io(IoAction::Close { conn }) => {
-                tracing::trace!(%conn, "close");
+                tracing::trace!(target: TRACE_TARGET, %conn, "close");
                 self.forget(conn);
             }
             Output::Resolve { host } => {
-                tracing::debug!(%host, "resolve");
+                tracing::debug!(target: TRACE_TARGET, %host, "resolve");
                 let id = self.next_lookup;
                 self.next_lookup += 1;
                 let future = self.rt.resolve(host.clone());
@@ -241,9 +247,15 @@ impl Driver {
                 self.tickets.remove(&p.ticket);
                 match &outcome {
                     Ok(r) => {
-                        tracing::debug!(parent: &p.span, attempts, bytes = r.body.len(), "task succeeded")
+                        tracing::debug!(target: TRACE_TARGET, parent: &p.span, attempts, bytes = r.body.len(), "task succeeded")
                     }
-                    Err(error) => tracing::debug!(parent: &p.span, attempts, %error, "task failed"),
+                    // The app's own cancel and shutdown are not failures.
+                    Err(e @ (ProtoError::Cancelled | ProtoError::Shutdown)) => {
+                        tracing::debug!(target: TRACE_TARGET, parent: &p.span, attempts, error = %e, "task ended")
+                    }
+                    Err(error) => {
+                        tracing::warn!(target: TRACE_TARGET, parent: &p.span, task = id.get(), attempts, %error, "task failed")
+                    }
                 }
                 self.replied = true;
                 let _ = p.reply.send(Finished {
@@ -253,7 +265,7 @@ impl Driver {
                 });
             }
             Output::Event(Event::Push { cmd_id, body }) => {
-                tracing::debug!(cmd_id, len = body.len(), "push");
+                tracing::debug!(target: TRACE_TARGET, cmd_id, len = body.len(), "push");
                 let push = Push { cmd_id, body };
                 let mut dropped = 0;
                 self.subscribers.retain(|s| match s.offer(&push) {
@@ -265,7 +277,7 @@ impl Driver {
                     Offer::Gone => false,
                 });
                 if dropped > 0 {
-                    tracing::warn!(
+                    tracing::warn!(target: TRACE_TARGET,
                         cmd_id,
                         dropped,
                         "push dropped: a subscriber is not keeping up"
@@ -278,7 +290,7 @@ impl Driver {
                 self.engine.identify_answer(now, self.identify.clone());
             }
             Output::Event(Event::IdentifyResponse { cmd_id, body }) => {
-                tracing::debug!(cmd_id, len = body.len(), "identify response");
+                tracing::debug!(target: TRACE_TARGET, cmd_id, len = body.len(), "identify response");
             }
             Output::Event(Event::Judge(request)) => {
                 let verdict = self.judge_response(&request);
@@ -287,7 +299,19 @@ impl Driver {
             }
             Output::Event(Event::Report(report)) => self.report(&report),
             Output::Event(Event::LongLink(status)) => {
-                tracing::debug!(?status, "long link");
+                match &status {
+                    LinkStatus::Connected { addr } => {
+                        tracing::info!(target: TRACE_TARGET, %addr, "long link up")
+                    }
+                    // Only a link that was up goes down; a failed connect
+                    // between two down states is a debug detail.
+                    LinkStatus::Disconnected
+                        if matches!(self.long_link, Some(LinkStatus::Connected { .. })) =>
+                    {
+                        tracing::info!(target: TRACE_TARGET, "long link down")
+                    }
+                    _ => tracing::debug!(target: TRACE_TARGET, ?status, "long link"),
+                }
                 self.long_link = Some(status);
             }
             // Outputs added after this driver was written: nothing to do.
@@ -307,11 +331,11 @@ impl Driver {
             .map_or_else(tracing::Span::none, |p| p.span.clone());
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge(request))) {
             Ok(verdict) => {
-                tracing::debug!(parent: &span, attempt = request.attempt, ?verdict, "response judged");
+                tracing::debug!(target: TRACE_TARGET, parent: &span, attempt = request.attempt, ?verdict, "response judged");
                 verdict
             }
             Err(_) => {
-                tracing::error!(parent: &span, attempt = request.attempt, "the response judge panicked; ending the task");
+                tracing::error!(target: TRACE_TARGET, parent: &span, attempt = request.attempt, "the response judge panicked; ending the task");
                 Verdict::End
             }
         }
@@ -322,16 +346,17 @@ impl Driver {
             .pending
             .get(&r.task)
             .map_or_else(tracing::Span::none, |p| p.span.clone());
-        let duration_ms = (r.ended - r.started).as_secs_f64() * 1e3;
+        // The proto's Duration is std's: Debug prints `1.2ms`.
+        let duration = r.ended - r.started;
         match &r.error {
-            None => tracing::debug!(
+            None => tracing::debug!(target: TRACE_TARGET,
                 parent: &span, attempt = r.attempt, channel = ?r.channel, endpoint = ?r.endpoint,
-                duration_ms, connect_attempts = r.connect_attempts, bytes_sent = r.bytes_sent,
+                ?duration, connect_attempts = r.connect_attempts, bytes_sent = r.bytes_sent,
                 bytes_received = r.bytes_received, "attempt succeeded"
             ),
-            Some(error) => tracing::debug!(
+            Some(error) => tracing::debug!(target: TRACE_TARGET,
                 parent: &span, attempt = r.attempt, channel = ?r.channel, endpoint = ?r.endpoint,
-                duration_ms, connect_attempts = r.connect_attempts, %error, "attempt failed"
+                ?duration, connect_attempts = r.connect_attempts, %error, "attempt failed"
             ),
         }
     }
@@ -353,16 +378,17 @@ impl Driver {
                     task.judge = true;
                 }
                 let (cmd_id, channel) = (task.cmd_id, task.channel);
-                let cgi_span = tracing::enabled!(tracing::Level::DEBUG).then(|| task.cgi.clone());
+                let cgi_span = tracing::enabled!(target: TRACE_TARGET, tracing::Level::DEBUG)
+                    .then(|| task.cgi.clone());
                 match self.engine.submit(now, task) {
                     Ok(id) => {
                         let span = match cgi_span {
                             Some(cgi) => {
-                                tracing::debug_span!("stn_task", id = id.get(), cmd_id, %cgi, ?channel)
+                                tracing::debug_span!(target: TRACE_TARGET, "stn_task", id = id.get(), cmd_id, %cgi, ?channel)
                             }
                             None => tracing::Span::none(),
                         };
-                        tracing::debug!(parent: &span, "task submitted");
+                        tracing::debug!(target: TRACE_TARGET, parent: &span, "task submitted");
                         self.pending.insert(
                             id,
                             Pending {
@@ -374,7 +400,7 @@ impl Driver {
                         self.tickets.insert(ticket, id);
                     }
                     Err(e) => {
-                        tracing::debug!(error = %e, "task refused");
+                        tracing::debug!(target: TRACE_TARGET, error = %e, "task refused");
                         let _ = reply.send(Finished {
                             id: None,
                             outcome: Err(e.into()),
@@ -392,7 +418,7 @@ impl Driver {
         match ctl {
             Control::Cancel(ticket) => {
                 if let Some(id) = self.tickets.get(&ticket).copied() {
-                    tracing::debug!(id = id.get(), "task cancelled (send dropped)");
+                    tracing::debug!(target: TRACE_TARGET, id = id.get(), "task cancelled (send dropped)");
                     self.engine.cancel(now, id);
                 }
             }
@@ -520,13 +546,13 @@ impl Driver {
                     }
                 }
                 Step::ConnectFailed(error) => {
-                    tracing::debug!(%id, ?error, "connect failed");
+                    tracing::debug!(target: TRACE_TARGET, %id, ?error, "connect failed");
                     self.forget(id);
                     self.feed(id, ConnEvent::ConnectFailed(error));
                     return;
                 }
                 Step::Closed(reason) => {
-                    tracing::debug!(%id, %reason, "connection closed");
+                    tracing::debug!(target: TRACE_TARGET, %id, %reason, "connection closed");
                     self.forget(id);
                     self.feed(id, ConnEvent::Closed(reason));
                     return;
@@ -555,7 +581,7 @@ impl Driver {
             Ok(addrs) if !addrs.is_empty() => Input::Resolved { host, addrs },
             Ok(_) => Input::ResolveFailed { host },
             Err(error) => {
-                tracing::debug!(%host, %error, "resolve failed");
+                tracing::debug!(target: TRACE_TARGET, %host, %error, "resolve failed");
                 Input::ResolveFailed { host }
             }
         };
@@ -607,7 +633,7 @@ impl Driver {
             let _ = w.send(());
         }
         self.done = true;
-        tracing::debug!("driver shut down");
+        tracing::debug!(target: TRACE_TARGET, "driver shut down");
     }
 
     /// Points the timer at the engine's next deadline; true if it has passed.
@@ -700,7 +726,7 @@ impl Drop for Driver {
         // Dropped without a shutdown (the runtime went away): each waiting
         // send sees its reply's sender dropped and ends with Error::Shutdown.
         if !self.done {
-            tracing::debug!(waiting = self.pending.len(), "driver dropped");
+            tracing::debug!(target: TRACE_TARGET, waiting = self.pending.len(), "driver dropped");
         }
     }
 }

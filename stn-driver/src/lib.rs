@@ -32,16 +32,41 @@
 //! Writes per connection are queued without a bound of their own: the
 //! engine's caps (tasks held, tasks in flight, body sizes) bound them.
 //!
-//! Tracing: a `stn_task` span per task (id, cmd id, CGI, channel) with an
-//! event per attempt (from the engine's [`Report`](stn_proto::engine::Report))
-//! and one when it ends; connects, closes, resolves and the long link's
-//! status at debug level.
+//! # Quick start
+//!
+//! Apps use an adapter (`stn-tokio`, `stn-asyncstd`), which names
+//! `Client<ItsRuntime>` for them; code generic over the runtime reads the same:
+//!
+//! ```no_run
+//! use stn_driver::{Client, Runtime};
+//! use stn_driver::proto::task::{Channel, Task};
+//!
+//! async fn hello<R: Runtime + Default>() -> Result<(), Box<dyn std::error::Error>> {
+//!     let client = Client::<R>::builder()
+//!         .endpoint("127.0.0.1:8080") // IP, host, IP:port or host:port
+//!         .build()?;
+//!     let reply = client.send(Task::new(8, "/mars/hello2", "hi").channel(Channel::Short)).await?;
+//!     println!("{:?}", reply.body);
+//!     client.shutdown().await;
+//!     Ok(())
+//! }
+//! ```
+//!
+//! Tracing: every client event is under the one target `stn` (enable it
+//! with `RUST_LOG=stn=info` or `stn=debug`, whichever adapter runs the
+//! client). WARN when a task fails (with its error) or pushes are dropped;
+//! INFO when the long link goes up (with its address) or down; DEBUG for a
+//! `stn_task` span per task (id, cmd id, CGI, channel) with an event per
+//! attempt (from the engine's [`Report`](stn_proto::engine::Report): channel,
+//! endpoint, `duration` as a `Duration`, connect attempts, bytes) and one
+//! when it ends, and for connects, closes and resolves.
 #![forbid(unsafe_code)]
 
 mod client;
 mod clock;
 mod conn;
 mod driver;
+mod endpoint;
 mod error;
 mod outcome;
 mod pushes;
@@ -51,6 +76,7 @@ mod runtime;
 pub use client::{BuildError, Builder, Client, DEFAULT_PUSH_BYTES, DEFAULT_READ_BUDGET};
 pub use clock::Clock;
 pub use conn::{close_reason, connect_error, READ_CHUNK};
+pub use endpoint::{Endpoint, EndpointError};
 pub use error::Error;
 pub use outcome::{EndpointState, Finished, Push, Snapshot};
 pub use pushes::Pushes;

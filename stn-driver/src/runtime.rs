@@ -33,6 +33,19 @@ pub trait Runtime: Send + Sync + Debug + 'static {
     /// one entry per socket type) before the engine sees them.
     fn resolve(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>>;
 
+    /// Whether the runtime can [`spawn`](Self::spawn) from the calling
+    /// thread; `Err` says why not. [`Builder::build`](crate::Builder::build)
+    /// asks before it spawns the driver, so a runtime whose `spawn` would
+    /// panic out of context (tokio's) fails the build with a clear error
+    /// instead. The default is `Ok`.
+    ///
+    /// # Errors
+    ///
+    /// A sentence naming what is missing.
+    fn check(&self) -> Result<(), String> {
+        Ok(())
+    }
+
     /// The current time. Override only for tests.
     fn now(&self) -> Instant {
         Instant::now()

@@ -34,6 +34,7 @@ fn spec(seed: u64, retry_count: Option<u8>, keep_alive_server: bool) -> RunSpec 
         long_link: false,
         retry_count,
         dns_copies: 1,
+        candidates: Vec::new(),
         keep_alive_server,
         seed,
         run: 0,

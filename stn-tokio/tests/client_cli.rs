@@ -9,6 +9,18 @@ fn stn() -> Command {
     Command::new(env!("CARGO_BIN_EXE_stn"))
 }
 
+/// Runs `stn` with `args`, asserts it succeeded, and returns its stdout.
+async fn run_ok(args: &[&str]) -> String {
+    let out = run(args.iter().map(|a| a.to_string()).collect()).await;
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
 async fn run(args: Vec<String>) -> std::process::Output {
     let out = tokio::task::spawn_blocking(move || stn().args(&args).output().expect("run stn"));
     tokio::time::timeout(Duration::from_secs(30), out)
@@ -23,7 +35,7 @@ async fn send_prints_lines_and_a_summary() {
         .await
         .expect("server");
     let to = server.short_addr().expect("short").to_string();
-    let out = run([
+    let stdout = run_ok(&[
         "send",
         "--to",
         &to,
@@ -33,16 +45,8 @@ async fn send_prints_lines_and_a_summary() {
         "2",
         "--body-size",
         "32",
-    ]
-    .map(String::from)
-    .to_vec())
+    ])
     .await;
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success(),
-        "{stdout}\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
     let lines: Vec<&str> = stdout.lines().collect();
     assert_eq!(lines.len(), 6, "{stdout}");
     assert_eq!(
@@ -125,4 +129,165 @@ async fn send_reports_failures_with_a_nonzero_exit() {
         "{stdout}"
     );
     assert!(stdout.contains("summary: 0/2 ok"), "{stdout}");
+}
+
+/// `stn` with `args`, without a server (argument errors only).
+fn run_blocking(args: &[&str]) -> std::process::Output {
+    stn().args(args).output().expect("run stn")
+}
+
+/// What a run must never do on any input: die of a signal (an abort is
+/// SIGABRT, exit 134 from a shell) or panic.
+fn assert_no_abort(out: &std::process::Output, args: &[&str]) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.code().is_some(),
+        "{args:?} died of a signal: {stderr}"
+    );
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+}
+
+#[test]
+fn oversized_and_malformed_arguments_are_refused_with_a_clear_error() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["send", "--to", "127.0.0.1:9", "--body-size", "99999999999"],
+            "--body-size",
+        ),
+        (
+            &[
+                "send",
+                "--to",
+                "127.0.0.1:9",
+                "--count",
+                "18446744073709551615",
+            ],
+            "--count",
+        ),
+        (
+            &["send", "--to", "127.0.0.1:9", "--concurrency", "0"],
+            "--concurrency",
+        ),
+        (
+            &[
+                "send",
+                "--to",
+                "127.0.0.1:9",
+                "--concurrency",
+                "99999999999",
+            ],
+            "--concurrency",
+        ),
+        (&["send", "--to", "127.0.0.1:80:90"], "127.0.0.1:80:90"),
+        (&["send", "--to", "localhost"], "has no port"),
+        (&["send", "--to", "a b:1"], "a b:1"),
+        (
+            &["send", "--to", "127.0.0.1:9", "--timeout", "0s"],
+            "out of range",
+        ),
+        (
+            &["send", "--to", "127.0.0.1:9", "--timeout", "5 parsecs"],
+            "--timeout",
+        ),
+        (
+            &["send", "--to", "127.0.0.1:9", "--timeout", "1e999"],
+            "--timeout",
+        ),
+        (
+            &["send", "--to", "127.0.0.1:9", "--client-version", "v2"],
+            "--client-version",
+        ),
+        (
+            &[
+                "send",
+                "--to",
+                "127.0.0.1:9",
+                "--body-file",
+                "/nonexistent/stn-body",
+            ],
+            "/nonexistent/stn-body",
+        ),
+        (
+            &["send", "--to", "127.0.0.1:9", "--body-file", "/dev/zero"],
+            "larger than",
+        ),
+    ];
+    for (args, needle) in cases {
+        let out = run_blocking(args);
+        assert_no_abort(&out, args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} succeeded: {stderr}");
+        assert!(
+            stderr.contains(needle),
+            "{args:?}: no {needle:?} in {stderr}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn to_takes_host_names_and_the_long_link_client_version() {
+    let server = Server::start(ServerConfig {
+        client_version: 200,
+        ..ServerConfig::default()
+    })
+    .await
+    .expect("server");
+    let short = format!("localhost:{}", server.short_addr().expect("short").port());
+    let long = format!("localhost:{}", server.long_addr().expect("long").port());
+    let stdout = run_ok(&["send", "--to", &short, "--count", "2", "--timeout", "10s"]).await;
+    assert!(stdout.contains("summary: 2/2 ok"), "{stdout}");
+
+    // And the long link by host name, at the server's version 200 (the
+    // Mars sample's; `mars_interop` calls the sample itself).
+    let stdout = run_ok(&[
+        "send",
+        "--to",
+        &long,
+        "--channel",
+        "long",
+        "--client-version",
+        "200",
+        "--json",
+    ])
+    .await;
+    let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("json");
+    assert_eq!(report["successes"], 1, "{report}");
+    assert_eq!(server.stats().long_requests_served, 1);
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_link_to_the_http_port_fails_with_a_protocol_error() {
+    let server = Server::start(ServerConfig::default())
+        .await
+        .expect("server");
+    let http = server.short_addr().expect("short").to_string();
+    let out = run(["send", "--to", &http, "--channel", "long", "--retry", "0"]
+        .map(String::from)
+        .to_vec())
+    .await;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{stdout}");
+    // The HTTP server refuses the frame at once (400); the client reads
+    // "HTTP/1.1 …" as a frame header and says so, instead of waiting for
+    // its heartbeat to time out.
+    assert!(stdout.contains("long-link frame"), "{stdout}");
+    assert!(!stdout.contains("heartbeat"), "{stdout}");
+    server.shutdown().await;
+}
+
+#[test]
+fn address_in_use_is_named_once() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let addr = taken.local_addr().expect("addr").to_string();
+    let out = run_blocking(&["serve", "--no-long", "--short", &addr]);
+    assert_no_abort(&out, &["serve"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&addr), "{stderr}");
+    assert_eq!(
+        stderr.matches("Address already in use").count(),
+        1,
+        "{stderr}"
+    );
 }

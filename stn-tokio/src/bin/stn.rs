@@ -11,6 +11,7 @@
 //! ```text
 //! stn send --to 127.0.0.1:8080 --cgi /mars/hello2 --channel short --count 100 --concurrency 8
 //! stn send --to 127.0.0.1:8081 --channel long --count 1000 --concurrency 64 --json
+//! stn send --to localhost:8081 --channel long --client-version 200 --body-file hello.pb --timeout 5s
 //! ```
 //!
 //! Logging goes through `tracing` to stderr; set `RUST_LOG` (e.g. `RUST_LOG=debug`) for
@@ -216,16 +217,52 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
 // Printing results is what this command is for.
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 mod send {
-    use std::net::{IpAddr, SocketAddr};
-    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::io::Read;
+    use std::path::PathBuf;
+    use std::sync::atomic::{AtomicU64, Ordering};
     use std::sync::Arc;
     use std::time::{Duration, Instant};
 
     use anyhow::{bail, Context};
+    use bytes::Bytes;
     use stn_tokio::proto::task::{Channel, Task};
     use stn_tokio::proto::Profile;
     use stn_tokio::server::{DEFAULT_CGI_PATH, DEFAULT_HELLO_CMD_ID};
-    use stn_tokio::Client;
+    use stn_tokio::{Client, Endpoint};
+
+    /// Largest request body `--body-size` and `--body-file` accept: the
+    /// engine's default long-link frame cap (1 MiB) is the tighter limit on
+    /// that link; 64 MiB keeps a typo from exhausting memory.
+    pub(crate) const MAX_BODY: u64 = 64 * 1024 * 1024;
+    /// Most tasks one run sends (each keeps a result line in memory).
+    const MAX_COUNT: u64 = 10_000_000;
+    /// Most tasks in flight at once.
+    const MAX_CONCURRENCY: u64 = 65_536;
+
+    /// A `--timeout` value: `5s`, `250ms`, `1.5s`, `2m`, or plain seconds.
+    fn parse_duration(s: &str) -> Result<Duration, String> {
+        let s = s.trim();
+        let (number, unit) = match s.find(|c: char| !(c.is_ascii_digit() || c == '.')) {
+            Some(i) => s.split_at(i),
+            None => (s, "s"),
+        };
+        let n: f64 = number
+            .parse()
+            .map_err(|_| format!("{s:?} is not a duration (e.g. 5s, 250ms, 2m)"))?;
+        let secs = match unit {
+            "ms" => n / 1e3,
+            "s" => n,
+            "m" => n * 60.0,
+            _ => return Err(format!("unknown unit {unit:?} in {s:?}: use ms, s or m")),
+        };
+        // At most a day: the engine's deadlines are absolute instants.
+        if !(secs > 0.0 && secs <= 86_400.0) {
+            return Err(format!(
+                "{s:?} is out of range: give more than 0 and at most 24 h"
+            ));
+        }
+        Ok(Duration::from_secs_f64(secs))
+    }
 
     /// Which link carries the tasks.
     #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -238,10 +275,12 @@ mod send {
 
     #[derive(Debug, clap::Args)]
     pub(crate) struct SendArgs {
-        /// Server endpoints, comma-separated IP:PORT (the short link needs one
-        /// port for all; the long link tries every port with every IP).
-        #[arg(long, value_name = "IP:PORT", value_delimiter = ',', required = true)]
-        to: Vec<SocketAddr>,
+        /// Server endpoints, comma-separated HOST:PORT, where HOST is an IP
+        /// (`[v6]` with a port) or a host name resolved with the system
+        /// resolver (the short link needs one port for all; the long link
+        /// tries every port with every address).
+        #[arg(long, value_name = "HOST:PORT", value_delimiter = ',', required = true, value_parser = parse_endpoint)]
+        to: Vec<Endpoint>,
         /// CGI path (short link).
         #[arg(long, value_name = "PATH", default_value = DEFAULT_CGI_PATH)]
         cgi: String,
@@ -252,17 +291,31 @@ mod send {
         #[arg(long, value_enum, default_value_t = ChannelArg::Short)]
         channel: ChannelArg,
         /// Number of tasks.
-        #[arg(long, value_name = "N", default_value_t = 1)]
-        count: usize,
+        #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u64).range(0..=MAX_COUNT))]
+        count: u64,
         /// Retries per task (default: the engine's).
         #[arg(long, value_name = "N")]
         retry: Option<u8>,
-        /// Request body size in bytes (each body starts with its task number).
-        #[arg(long, value_name = "B", default_value_t = 16)]
-        body_size: usize,
+        /// Request body size in bytes (each body starts with its task number),
+        /// at most 64 MiB.
+        #[arg(long, value_name = "B", default_value_t = 16, value_parser = clap::value_parser!(u64).range(0..=MAX_BODY), conflicts_with = "body_file")]
+        body_size: u64,
+        /// Send this file's bytes as every task's body (at most 64 MiB), e.g.
+        /// a serialized protobuf request. Identical bodies count against the
+        /// engine's frequency limit (105 per window under the Mars profiles).
+        #[arg(long, value_name = "FILE")]
+        body_file: Option<PathBuf>,
+        /// Give up on each task after this long (its total timeout), e.g.
+        /// `5s`, `250ms`; default: the engine's.
+        #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+        timeout: Option<Duration>,
+        /// Long-link client version written in (and expected in) every frame
+        /// header; the Mars sample server wants 200.
+        #[arg(long, value_name = "N")]
+        client_version: Option<u32>,
         /// Tasks in flight at once.
-        #[arg(long, value_name = "C", default_value_t = 1)]
-        concurrency: usize,
+        #[arg(long, value_name = "C", default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=MAX_CONCURRENCY))]
+        concurrency: u64,
         /// Engine profile: stn, mars or mars-2017.
         #[arg(long, value_name = "P", default_value = "stn")]
         profile: Profile,
@@ -272,14 +325,22 @@ mod send {
     }
 
     struct Outcome {
-        index: usize,
+        index: u64,
         id: Option<u32>,
         error: Option<String>,
         duration: Duration,
         attempts: u32,
     }
 
-    fn body(index: usize, size: usize) -> Vec<u8> {
+    fn parse_endpoint(s: &str) -> Result<Endpoint, String> {
+        let e: Endpoint = s.parse().map_err(|e| format!("{e}"))?;
+        if e.port().is_none() {
+            return Err(format!("{s:?} has no port: give HOST:PORT"));
+        }
+        Ok(e)
+    }
+
+    fn body(index: u64, size: usize) -> Vec<u8> {
         // Distinct bodies: the anti-avalanche frequency limit refuses a flood
         // of identical requests, which a load tool should not trip over.
         let mut b = format!("{index}:").into_bytes();
@@ -288,23 +349,49 @@ mod send {
         b
     }
 
+    /// The `--body-file` contents, read up to one byte past the cap so an
+    /// oversized (or endless, like `/dev/zero`) file is refused, not loaded.
+    fn read_body_file(path: &PathBuf) -> anyhow::Result<Bytes> {
+        let file = std::fs::File::open(path)
+            .with_context(|| format!("opening --body-file {}", path.display()))?;
+        let mut body = Vec::new();
+        file.take(MAX_BODY + 1)
+            .read_to_end(&mut body)
+            .with_context(|| format!("reading --body-file {}", path.display()))?;
+        if body.len() as u64 > MAX_BODY {
+            bail!(
+                "--body-file {} is larger than the {MAX_BODY}-byte cap",
+                path.display()
+            );
+        }
+        Ok(body.into())
+    }
+
     fn client(args: &SendArgs) -> anyhow::Result<Client> {
-        let mut ips: Vec<IpAddr> = Vec::new();
         let mut ports: Vec<u16> = Vec::new();
-        for a in &args.to {
-            if !ips.contains(&a.ip()) {
-                ips.push(a.ip());
-            }
-            if !ports.contains(&a.port()) {
-                ports.push(a.port());
+        let mut builder = Client::builder();
+        for e in &args.to {
+            // The CLI gives each endpoint's port to the chosen link itself,
+            // so the endpoint goes in without it.
+            builder = match (e.ip(), e.host_name()) {
+                (Some(ip), _) => builder.ip(ip),
+                (None, Some(host)) => builder.host(host),
+                (None, None) => builder,
+            };
+            if let Some(port) = e.port().filter(|p| !ports.contains(p)) {
+                ports.push(port);
             }
         }
-        let mut builder = Client::builder()
-            .ips(ips)
+        // Bounded by MAX_CONCURRENCY, so these fit a usize.
+        let concurrency = args.concurrency as usize;
+        let mut builder = builder
             .profile(args.profile)
-            .queue_capacity(args.concurrency.clamp(1, 65_536))
-            .max_queued_tasks(args.concurrency.max(1024))
-            .max_in_flight_long(args.concurrency.max(64));
+            .queue_capacity(concurrency)
+            .max_queued_tasks(concurrency.max(1024))
+            .max_in_flight_long(concurrency.max(64));
+        if let Some(version) = args.client_version {
+            builder = builder.configure(move |c| c.long.codec.client_version = version);
+        }
         match args.channel {
             ChannelArg::Short => {
                 if ports.len() != 1 {
@@ -332,25 +419,26 @@ mod send {
 
     /// Runs the tasks; `Ok(true)` if every one succeeded.
     pub(crate) async fn run(args: SendArgs) -> anyhow::Result<bool> {
-        if args.concurrency == 0 {
-            bail!("--concurrency must be positive");
-        }
+        let file_body = args.body_file.as_ref().map(read_body_file).transpose()?;
         let client = client(&args)?;
         let channel = match args.channel {
             ChannelArg::Short => Channel::Short,
             ChannelArg::Long => Channel::Long,
         };
-        let next = Arc::new(AtomicUsize::new(0));
+        let next = Arc::new(AtomicU64::new(0));
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<Outcome>();
         let started = Instant::now();
         for _ in 0..args.concurrency.min(args.count.max(1)) {
             let (client, next, tx) = (client.clone(), next.clone(), tx.clone());
-            let (cgi, cmd_id, size, count, retry) = (
+            // Bounded by MAX_BODY, so it fits a usize.
+            let size = args.body_size as usize;
+            let (cgi, cmd_id, count, retry, timeout, file_body) = (
                 args.cgi.clone(),
                 args.cmd_id,
-                args.body_size,
                 args.count,
                 args.retry,
+                args.timeout,
+                file_body.clone(),
             );
             tokio::spawn(async move {
                 loop {
@@ -358,10 +446,16 @@ mod send {
                     if index >= count {
                         break;
                     }
-                    let mut task =
-                        Task::new(cmd_id, cgi.clone(), body(index, size)).channel(channel);
+                    let body = match &file_body {
+                        Some(b) => b.clone(),
+                        None => body(index, size).into(),
+                    };
+                    let mut task = Task::new(cmd_id, cgi.clone(), body).channel(channel);
                     if let Some(r) = retry {
                         task = task.retry_count(r);
+                    }
+                    if let Some(t) = timeout {
+                        task = task.total_timeout(t);
                     }
                     let t0 = Instant::now();
                     let done = client.send_detailed(task).await;
@@ -376,7 +470,8 @@ mod send {
             });
         }
         drop(tx);
-        let mut outcomes = Vec::with_capacity(args.count);
+        // Grows with the results that arrive, not with the requested count.
+        let mut outcomes = Vec::new();
         while let Some(o) = rx.recv().await {
             let line = format!(
                 "task {:>5} id={} {} {:.2} ms attempts={}{}",

@@ -12,7 +12,9 @@ use stn_driver::{AsyncStream, AsyncTimer, BoxFuture, Runtime};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
-pub use stn_driver::{BuildError, EndpointState, Error, Finished, Push, Pushes, Snapshot};
+pub use stn_driver::{
+    BuildError, Endpoint, EndpointError, EndpointState, Error, Finished, Push, Pushes, Snapshot,
+};
 
 /// The stn client on tokio. Build one with `Client::builder()` inside a
 /// tokio runtime; [`stn_driver::Client`] documents the methods (`send`,
@@ -54,6 +56,12 @@ pub struct TokioRuntime;
 impl Runtime for TokioRuntime {
     fn spawn(&self, future: BoxFuture<()>) {
         tokio::spawn(future);
+    }
+
+    fn check(&self) -> Result<(), String> {
+        tokio::runtime::Handle::try_current()
+            .map(drop)
+            .map_err(|e| format!("{e}; build the stn_tokio::Client inside a tokio runtime (e.g. in #[tokio::main])"))
     }
 
     fn new_timer(&self, deadline: Instant) -> Pin<Box<dyn AsyncTimer>> {

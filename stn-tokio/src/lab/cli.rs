@@ -32,7 +32,7 @@ pub struct LabArgs {
     /// The lab's own cap on one call, in seconds.
     #[arg(long, value_name = "S", default_value_t = 120)]
     pub call_cap_secs: u64,
-    /// Namespace/interface name prefix (namespaces <PREFIX>-cli, <PREFIX>-srv).
+    /// Namespace/interface name prefix (namespaces `<PREFIX>-cli`, `<PREFIX>-srv`).
     #[arg(long, value_name = "PREFIX", default_value = "stnlab")]
     pub prefix: String,
     /// Print the report as JSON instead of Markdown.

@@ -9,7 +9,7 @@
 //!   10.231.0.1 ↔ 10.231.0.2). The host's own networking is untouched. Stale
 //!   namespaces of the same names are deleted first; a guard deletes them
 //!   again when the lab ends, also on error, panic or Ctrl-C.
-//! - The reference [`Server`](crate::Server) (short link) runs on a thread
+//! - The reference [`Server`] (short link) runs on a thread
 //!   that entered the server namespace (`setns(2)`), the clients on a thread
 //!   that entered the client namespace; each thread runs its own tokio
 //!   runtime, so every socket is made in its namespace.

@@ -443,7 +443,9 @@ pub fn identify_response_body(request_body: &[u8]) -> Bytes {
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     /// Binding a listener failed.
-    #[error("cannot listen on {addr}: {source}")]
+    // The OS error is the source, not part of this message: printing the
+    // chain (anyhow, `stn serve`) then names it once.
+    #[error("cannot listen on {addr}")]
     Bind {
         /// The address asked for.
         addr: SocketAddr,

@@ -1,8 +1,11 @@
-//! A small, bounded HTTP/1.x *request* parser for the reference server's short
-//! link. stn-proto only parses responses (the client side); a server needs the
+//! A bounded HTTP/1.x *request* reader for the reference server's short link.
+//! stn-proto only parses responses (the client side); a server needs the
 //! other direction, and only the subset Mars clients send: a request line,
 //! header fields and a `Content-Length` body. Chunked request bodies are
 //! refused (411), as are heads and bodies over the configured caps.
+//!
+//! This module finds the end of the head within the head cap and frames the
+//! body; `httparse` tokenizes the head itself (request line and fields).
 
 use bytes::{Bytes, BytesMut};
 
@@ -222,6 +225,10 @@ impl RequestParser {
         if buf.len() >= limit {
             return Err(RequestError::HeadTooLarge(limit));
         }
+        // No end yet: refuse at once what can never become a request (a
+        // long-link frame, TLS, garbage), so such a peer gets its 400 now
+        // rather than after the request timeout.
+        reject_early(window, &self.limits)?;
         Ok(None)
     }
 }
@@ -231,10 +238,6 @@ fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
         .iter()
         .find(|(n, _)| n.eq_ignore_ascii_case(name))
         .map(|(_, v)| v.as_str())
-}
-
-fn is_tchar(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
 }
 
 /// The request-target forms a server meets (RFC 9112 §3.2): origin form
@@ -251,48 +254,78 @@ fn valid_target(target: &str) -> bool {
     printable && (target.starts_with('/') || absolute || target == "*")
 }
 
+/// Maps httparse's verdict on a complete head to the server's refusals.
+fn head_error(e: httparse::Error, raw: &[u8], limits: &RequestLimits) -> RequestError {
+    match e {
+        httparse::Error::TooManyHeaders => RequestError::TooManyHeaders(limits.max_headers),
+        httparse::Error::HeaderName => RequestError::Malformed("header name"),
+        httparse::Error::HeaderValue => RequestError::Malformed("header value"),
+        httparse::Error::Token => RequestError::Malformed("request line"),
+        httparse::Error::NewLine => RequestError::Malformed("line ending"),
+        httparse::Error::Status => RequestError::Malformed("request line"),
+        // httparse knows only HTTP/1.0 and 1.1: another `HTTP/x` is a
+        // version we do not support (505), anything else a bad request line.
+        httparse::Error::Version => {
+            let line = raw.split(|&b| b == b'\n').next().unwrap_or_default();
+            if line
+                .split(|&b| b == b' ')
+                .nth(2)
+                .is_some_and(|v| v.starts_with(b"HTTP/"))
+            {
+                RequestError::Version
+            } else {
+                RequestError::Malformed("version")
+            }
+        }
+    }
+}
+
+/// `httparse`'s verdict on the start of a head whose end has not arrived:
+/// an error it would give whatever follows.
+fn reject_early(partial: &[u8], limits: &RequestLimits) -> Result<(), RequestError> {
+    let slots = limits.max_headers.min(partial.len() / 2 + 1);
+    let mut fields = vec![httparse::EMPTY_HEADER; slots];
+    match httparse::Request::new(&mut fields).parse(partial) {
+        Err(e) => Err(head_error(e, partial, limits)),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Parses a complete head (`raw` ends with its empty line) with `httparse`,
+/// then applies the server's own rules: a target in one of the forms a
+/// server meets, UTF-8 text, one `Content-Length` within the body cap, no
+/// `Transfer-Encoding`.
 fn parse_head(raw: &[u8], head_len: usize, limits: &RequestLimits) -> Result<Head, RequestError> {
-    let text = std::str::from_utf8(raw).map_err(|_| RequestError::Malformed("non-UTF-8 head"))?;
-    let mut lines = text.split('\n').map(|l| l.strip_suffix('\r').unwrap_or(l));
-    let request_line = lines.next().unwrap_or_default();
-    let mut parts = request_line.split(' ');
-    let (Some(method), Some(target), Some(version), None) =
-        (parts.next(), parts.next(), parts.next(), parts.next())
-    else {
+    // Every field takes at least two bytes (`a:` and a line end), so a head
+    // of `head_len` bytes never needs more slots than this: the allocation
+    // follows the bytes received, not the configured count.
+    let slots = limits.max_headers.min(head_len / 2 + 1);
+    let mut fields = vec![httparse::EMPTY_HEADER; slots];
+    let mut req = httparse::Request::new(&mut fields);
+    match req.parse(raw) {
+        Ok(httparse::Status::Complete(n)) if n == head_len => {}
+        // The head's end was found by the scan, so anything short of a
+        // complete parse ending there is malformed (a stray blank line first).
+        Ok(_) => return Err(RequestError::Malformed("request line")),
+        Err(e) => return Err(head_error(e, raw, limits)),
+    }
+    let (Some(method), Some(target), Some(minor)) = (req.method, req.path, req.version) else {
         return Err(RequestError::Malformed("request line"));
     };
-    if method.is_empty() || !method.bytes().all(is_tchar) {
-        return Err(RequestError::Malformed("method"));
-    }
     if !valid_target(target) {
         return Err(RequestError::Malformed("request target"));
     }
-    let version = match version {
-        "HTTP/1.1" => Version::Http11,
-        "HTTP/1.0" => Version::Http10,
-        v if v.starts_with("HTTP/") => return Err(RequestError::Version),
-        _ => return Err(RequestError::Malformed("version")),
+    let version = if minor == 1 {
+        Version::Http11
+    } else {
+        Version::Http10
     };
-
-    let mut headers = Vec::new();
-    for line in lines {
-        if line.is_empty() {
-            break;
-        }
-        if headers.len() == limits.max_headers {
-            return Err(RequestError::TooManyHeaders(limits.max_headers));
-        }
-        let Some((name, value)) = line.split_once(':') else {
-            return Err(RequestError::Malformed("header line without ':'"));
-        };
-        if name.is_empty() || !name.bytes().all(is_tchar) {
-            return Err(RequestError::Malformed("header name"));
-        }
-        let value = value.trim_matches([' ', '\t']);
-        if value.bytes().any(|b| b.is_ascii_control() && b != b'\t') {
-            return Err(RequestError::Malformed("header value"));
-        }
-        headers.push((name.to_owned(), value.to_owned()));
+    let mut headers = Vec::with_capacity(req.headers.len());
+    for field in req.headers.iter() {
+        let value = std::str::from_utf8(field.value)
+            .map_err(|_| RequestError::Malformed("non-UTF-8 head"))?
+            .trim_matches([' ', '\t']);
+        headers.push((field.name.to_owned(), value.to_owned()));
     }
 
     if header(&headers, "transfer-encoding").is_some() {
@@ -421,6 +454,27 @@ mod tests {
                 err.unwrap_or_else(|| panic!("no error for {:?}", String::from_utf8_lossy(wire)));
             assert_eq!(err.status(), *status, "{err}");
         }
+    }
+
+    #[test]
+    fn what_can_never_be_a_request_is_refused_before_its_end() {
+        // A long-link frame header (20 bytes, binary) and a TLS ClientHello
+        // start: no head end will ever come, and none is waited for.
+        for wire in [
+            &[
+                0, 0, 0, 20, 0, 0, 0, 200, 0, 0, 0, 8, 0, 0, 0, 1, 0, 0, 0, 5,
+            ][..],
+            &[0x16, 0x03, 0x01, 0x02, 0x00, 0x01][..],
+        ] {
+            let mut parser = RequestParser::new(LIMITS);
+            let mut buf = BytesMut::from(wire);
+            let err = parser.parse(&mut buf).unwrap_err();
+            assert_eq!(err.status(), 400, "{err}");
+        }
+        // A valid start still waits for the rest.
+        let mut parser = RequestParser::new(LIMITS);
+        let mut buf = BytesMut::from(&b"POST /a HTTP/1.1\r\nHost: x"[..]);
+        assert_eq!(parser.parse(&mut buf), Ok(None));
     }
 
     #[test]

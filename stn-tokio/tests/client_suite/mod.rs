@@ -34,6 +34,14 @@ use stn_driver::proto::task::{Channel, Task};
 use stn_driver::{BoxFuture, Builder, Client, Error, Runtime};
 use stn_tokio::server::{Fault, Server, ServerConfig, ServerHandle, Stats};
 
+mod mars;
+#[path = "../mars_sample/mod.rs"]
+mod mars_sample;
+#[allow(unused_imports)] // used by client_suite!, not by every binary
+pub(crate) use mars::{
+    mars_no_noop_behind_a_request, mars_sample_long_link, mars_sample_short_link,
+};
+
 /// Upper bound for any one test.
 pub(crate) const TEST_BOUND: Duration = Duration::from_secs(30);
 
@@ -262,25 +270,40 @@ pub(crate) async fn hints<H: Harness>() {
 /// racing moves on to 127.0.0.1).
 pub(crate) async fn host_name_endpoint<H: Harness>() {
     let server = ServerHost::healthy();
-    let client = Client::<H::Rt>::builder()
-        .endpoint("localhost")
-        .short_link_port(server.short().port())
-        .long_link_port(server.long().port())
+    let short_port = server.short().port();
+    // A host name with the port beside it or in it, and a SocketAddr.
+    let builders = [
+        Client::<H::Rt>::builder()
+            .endpoint("localhost")
+            .short_link_port(short_port),
+        Client::<H::Rt>::builder().endpoint(format!("localhost:{short_port}")),
+        Client::<H::Rt>::builder().socket_addr(server.short()),
+    ];
+    for builder in builders {
+        let client = builder
+            .long_link_port(server.long().port())
+            .build()
+            .expect("client");
+        assert_eq!(
+            client
+                .send(short_task("by name"))
+                .await
+                .expect("short")
+                .body,
+            "by name"
+        );
+        assert_eq!(
+            client.send(long_task("by name")).await.expect("long").body,
+            "by name"
+        );
+        client.shutdown().await;
+    }
+    // Malformed text is refused by build(), naming it.
+    let err = Client::<H::Rt>::builder()
+        .endpoint("localhost:80:81")
         .build()
-        .expect("client");
-    assert_eq!(
-        client
-            .send(short_task("by name"))
-            .await
-            .expect("short")
-            .body,
-        "by name"
-    );
-    assert_eq!(
-        client.send(long_task("by name")).await.expect("long").body,
-        "by name"
-    );
-    client.shutdown().await;
+        .expect_err("malformed");
+    assert!(err.to_string().contains("\"localhost:80:81\""), "{err}");
 }
 
 /// A listener whose accept queue is full: SYNs to it are dropped, so a
@@ -646,7 +669,19 @@ macro_rules! client_suite {
         $crate::client_suite!(@tests $h;
             happy_path, hints, host_name_endpoint, racing_bans_bad_endpoints, never_respond_times_out,
             reset_mid_response, garbage_response, oversize_length, response_judge, cancel_by_drop,
-            shutdown_in_flight, ten_thousand_long);
+            shutdown_in_flight, ten_thousand_long, mars_sample_short_link, mars_sample_long_link);
+        $crate::client_suite!(@ignored $h;
+            "stn writes a noop right behind the first request on a new long link; the fix is an engine change (see docs/mars-interop.md)";
+            mars_no_noop_behind_a_request);
+    };
+    (@ignored $h:ty; $why:literal; $($name:ident),*) => {
+        $(
+            #[test]
+            #[ignore = $why]
+            fn $name() {
+                client_suite::run::<$h>(client_suite::$name::<$h>());
+            }
+        )*
     };
     (@tests $h:ty; $($name:ident),*) => {
         $(
