@@ -75,10 +75,12 @@ mod async_std_rt;
 mod io;
 #[cfg(feature = "smol")]
 mod smol_rt;
+mod tls_io;
 
 pub use async_std_rt::AsyncStdRuntime;
 #[cfg(feature = "smol")]
 pub use smol_rt::SmolRuntime;
+pub use stn_driver::tls;
 pub use stn_driver::{BuildError, EndpointState, Error, Finished, Push, Pushes, Snapshot};
 pub use stn_proto as proto;
 

@@ -106,7 +106,10 @@ impl core::fmt::Display for CloseReason {
         match self {
             CloseReason::Eof => f.write_str("closed by peer"),
             CloseReason::Reset => f.write_str("connection reset"),
-            CloseReason::Error(code) => write!(f, "socket error (os error {code})"),
+            CloseReason::Error(code) => match crate::tls::TlsFailure::from_code(*code) {
+                Some(tls) => write!(f, "TLS failed: {tls}"),
+                None => write!(f, "socket error (os error {code})"),
+            },
         }
     }
 }

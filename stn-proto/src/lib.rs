@@ -93,6 +93,7 @@ pub mod short_link;
 pub mod task;
 pub mod time;
 pub mod timeout;
+pub mod tls;
 
 pub use engine::{Action, Config, Engine, Input, Report, SubmitError};
 pub use profile::Profile;

@@ -1057,6 +1057,10 @@ fn encode(codec: &CodecConfig, frame: &Frame) -> Option<Bytes> {
 fn socket_error(reason: CloseReason) -> SocketError {
     match reason {
         CloseReason::Eof => SocketError::ClosedByPeer,
-        CloseReason::Reset | CloseReason::Error(_) => SocketError::Reset,
+        CloseReason::Error(code) => match crate::tls::TlsFailure::from_code(code) {
+            Some(tls) => SocketError::Tls(tls),
+            None => SocketError::Reset,
+        },
+        CloseReason::Reset => SocketError::Reset,
     }
 }

@@ -742,7 +742,11 @@ impl ShortLinkExchange {
                 Some(Err(e)) => http_error(e),
                 None => Error::Socket(SocketError::ClosedByPeer),
             },
-            CloseReason::Reset | CloseReason::Error(_) => Error::Socket(SocketError::Reset),
+            CloseReason::Error(code) => match crate::tls::TlsFailure::from_code(code) {
+                Some(tls) => Error::Socket(SocketError::Tls(tls)),
+                None => Error::Socket(SocketError::Reset),
+            },
+            CloseReason::Reset => Error::Socket(SocketError::Reset),
         };
         self.fail_on_winner(now, error);
     }

@@ -7,6 +7,7 @@
 //! protocol, and the `stn` CLI (`stn serve`, `stn send`).
 #![forbid(unsafe_code)]
 
+pub use stn_driver::tls;
 pub use stn_proto as proto;
 
 pub mod client;

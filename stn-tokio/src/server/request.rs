@@ -144,6 +144,19 @@ impl RequestParser {
     /// Parses from the front of `buf`. `Ok(None)`: read more.
     pub(crate) fn parse(&mut self, buf: &mut BytesMut) -> Result<Option<Request>, RequestError> {
         if self.head.is_none() {
+            // A request line starts with a method (a token; line ends are
+            // left to the head parser, as before): anything else is refused
+            // at its first byte, not after a head's worth of bytes or the
+            // request timeout (a TLS ClientHello sent to this plaintext port
+            // gets its 400 at once).
+            if buf
+                .first()
+                .is_some_and(|&b| !is_tchar(b) && b != b'\r' && b != b'\n')
+            {
+                return Err(RequestError::Malformed(
+                    "request line does not start with a method",
+                ));
+            }
             let Some(head_len) = self.find_head_end(buf)? else {
                 return Ok(None);
             };
@@ -421,6 +434,18 @@ mod tests {
                 err.unwrap_or_else(|| panic!("no error for {:?}", String::from_utf8_lossy(wire)));
             assert_eq!(err.status(), *status, "{err}");
         }
+    }
+
+    #[test]
+    fn a_tls_client_hello_is_refused_at_its_first_byte() {
+        let (got, err) = parse_all(&[&[0x16, 0x03, 0x01, 0x02, 0x00]]);
+        assert!(got.is_empty());
+        assert_eq!(
+            err,
+            Some(RequestError::Malformed(
+                "request line does not start with a method"
+            ))
+        );
     }
 
     #[test]
