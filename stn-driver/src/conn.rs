@@ -71,8 +71,10 @@ pub(crate) enum Step {
     Idle,
     /// Readable, but the read budget is used up: poll again once it frees.
     Starved,
-    /// The connect completed.
+    /// The connect completed (with TLS: the handshake too).
     Connected,
+    /// The TCP connect completed and the TLS handshake started.
+    TcpConnected,
     /// `n` bytes arrived; they are in the read buffer's first `n` bytes.
     Data(usize),
     /// The connect failed.
@@ -179,7 +181,7 @@ impl Conn {
                             self.state = State::Open(stream);
                             Step::Connected
                         }
-                        Some(plan) => self.start_handshake(stream, plan, &mut cx),
+                        Some(plan) => self.start_handshake(stream, plan),
                     },
                 };
             }
@@ -218,30 +220,18 @@ impl Conn {
 }
 
 impl Conn {
-    /// The TCP connect is done: the handshake starts, bounded by its timeout.
-    fn start_handshake(
-        &mut self,
-        stream: Box<dyn AsyncStream>,
-        plan: TlsPlan,
-        cx: &mut Context<'_>,
-    ) -> Step {
+    /// The TCP connect is done: the handshake starts, bounded by its
+    /// timeout, on the next poll (the engine hears of the TCP connect first).
+    fn start_handshake(&mut self, stream: Box<dyn AsyncStream>, plan: TlsPlan) -> Step {
         let start = match plan.start {
             Ok(start) => start,
             Err(failure) => return Step::ConnectFailed(ConnectError::tls(failure)),
         };
         let timer = plan.rt.new_timer(plan.rt.now() + plan.timeout);
         let future = plan.rt.start_tls(stream, start);
-        let mut handshake = Handshake::new(future, timer, Instant::now());
-        match Pin::new(&mut handshake).poll(cx) {
-            Poll::Ready(done) => {
-                self.state = State::Handshaking(handshake);
-                self.handshake_done(done)
-            }
-            Poll::Pending => {
-                self.state = State::Handshaking(handshake);
-                Step::Idle
-            }
-        }
+        self.state = State::Handshaking(Handshake::new(future, timer, Instant::now()));
+        self.handle.schedule();
+        Step::TcpConnected
     }
 
     fn handshake_done(&mut self, done: io::Result<tls::TlsStream>) -> Step {

@@ -556,6 +556,9 @@ impl Driver {
                     }
                     self.feed(id, ConnEvent::Connected);
                 }
+                Step::TcpConnected => {
+                    self.feed(id, ConnEvent::TcpConnected);
+                }
                 Step::Data(n) => {
                     conn.held += n;
                     self.held += n;

@@ -80,8 +80,14 @@ impl IoAction {
 /// What happened on a connection, as the executor saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConnEvent {
-    /// The TCP handshake completed.
+    /// The connection is up: the TCP handshake completed (and the TLS
+    /// handshake, if [`ConnEvent::TcpConnected`] came first).
     Connected,
+    /// The TCP handshake completed and a TLS handshake now runs on the
+    /// connection; [`ConnEvent::Connected`] or [`ConnEvent::ConnectFailed`]
+    /// follows. Optional: it only moves the end of the connect time (the
+    /// RTT sample) to the TCP connect, before the handshake's round trips.
+    TcpConnected,
     /// The connect attempt failed.
     ConnectFailed(ConnectError),
     /// Bytes arrived (any chunking).

@@ -484,6 +484,13 @@ impl ShortLinkExchange {
                     self.close(conn);
                 }
             }
+            (ConnState::Connecting(attempt), ConnEvent::TcpConnected) => {
+                if let Some(race) = self.race.as_mut() {
+                    race.handle_tcp_connected(now, attempt);
+                }
+                self.drain_race(now, ids);
+            }
+            (ConnState::Open, ConnEvent::TcpConnected) => {}
             (ConnState::Connecting(attempt), ConnEvent::ConnectFailed(error)) => {
                 self.conns.insert(conn, ConnState::Gone);
                 self.connect_failed(now, attempt, error, ids);
