@@ -79,11 +79,13 @@ mod async_std_rt;
 mod io;
 #[cfg(feature = "smol")]
 mod smol_rt;
+mod tls_io;
 
 #[cfg(feature = "async-std")]
 pub use async_std_rt::AsyncStdRuntime;
 #[cfg(feature = "smol")]
 pub use smol_rt::SmolRuntime;
+pub use stn_driver::tls;
 pub use stn_driver::{
     BuildError, Endpoint, EndpointError, EndpointState, Error, Finished, Push, Pushes, Snapshot,
 };

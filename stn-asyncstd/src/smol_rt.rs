@@ -64,6 +64,14 @@ impl Runtime for SmolRuntime {
         crate::io::connect(addr)
     }
 
+    fn start_tls(
+        &self,
+        stream: Box<dyn AsyncStream>,
+        tls: stn_driver::tls::TlsStart,
+    ) -> BoxFuture<io::Result<stn_driver::tls::TlsStream>> {
+        crate::tls_io::start_tls(stream, tls)
+    }
+
     fn resolve(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
         Box::pin(async move {
             // A lookup needs a port; only the addresses matter.

@@ -55,6 +55,9 @@ pub enum BuildError {
     /// was called outside a tokio runtime).
     #[error("no runtime: {0}")]
     NoRuntime(String),
+    /// [`Builder::tls_server_name`] is neither a DNS name nor an IP address.
+    #[error("invalid TLS server name {0:?}: not a DNS name or IP address")]
+    InvalidServerName(String),
 }
 
 /// Configures and starts a [`Client`]. Get one from [`Client::builder`]
@@ -79,6 +82,7 @@ pub struct Builder<R> {
     push_capacity: usize,
     push_bytes: usize,
     read_budget: usize,
+    tls: Option<crate::tls::TlsOptions>,
 }
 
 /// Default [`Builder::read_budget`]: 72 MiB. The stn profile runs at most 64
@@ -128,6 +132,7 @@ impl<R: Runtime> Builder<R> {
             push_capacity: 256,
             push_bytes: DEFAULT_PUSH_BYTES,
             read_budget: DEFAULT_READ_BUDGET,
+            tls: None,
         }
     }
 
@@ -340,6 +345,47 @@ impl<R: Runtime> Builder<R> {
         self
     }
 
+    /// TLS on every connection, short and long link, with `config` (rustls;
+    /// [`crate::tls`] makes them: webpki or custom PEM roots, SPKI pinning,
+    /// ALPN). Its session cache is shared by all of this client's
+    /// connections, so a reconnect to a server seen before resumes (TLS 1.3:
+    /// one round trip less, no certificate flight). Each connection verifies
+    /// the host name its IP was resolved from, or the IP itself for fixed
+    /// IPs, unless [`tls_server_name`](Self::tls_server_name) names one.
+    ///
+    /// ```no_run
+    /// # fn demo<R: stn_driver::Runtime>(b: stn_driver::Builder<R>) -> Result<stn_driver::Builder<R>, Box<dyn std::error::Error>> {
+    /// use stn_driver::tls;
+    /// let roots = tls::roots_from_pem(&std::fs::read("ca.pem")?)?;
+    /// Ok(b.tls(tls::client_config(roots, &[b"http/1.1"])?).tls_server_name("api.example.com"))
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn tls(mut self, config: rustls::ClientConfig) -> Self {
+        self.tls.get_or_insert_with(Default::default).config = Some(Arc::new(config));
+        self
+    }
+
+    /// The name every TLS connection sends (SNI) and verifies, whatever
+    /// endpoint it goes to (a DNS name or an IP address).
+    #[must_use]
+    pub fn tls_server_name(mut self, name: impl Into<String>) -> Self {
+        self.tls.get_or_insert_with(Default::default).server_name = Some(name.into());
+        self
+    }
+
+    /// Longest a TLS handshake may take after its TCP connect before the
+    /// attempt fails with [`TlsFailure::HandshakeTimeout`](stn_proto::tls::TlsFailure::HandshakeTimeout)
+    /// (default [`DEFAULT_HANDSHAKE_TIMEOUT`](crate::tls::DEFAULT_HANDSHAKE_TIMEOUT);
+    /// the race's attempt deadline may end it first).
+    #[must_use]
+    pub fn tls_handshake_timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.tls
+            .get_or_insert_with(Default::default)
+            .handshake_timeout = Some(timeout);
+        self
+    }
+
     /// The engine configuration this builder makes (applies and consumes
     /// the [`configure`](Self::configure) edits: call it once).
     ///
@@ -390,6 +436,12 @@ impl<R: Runtime> Builder<R> {
     pub fn build(mut self) -> Result<Client<R>, BuildError> {
         let config = self.engine_config()?;
         self.runtime.check().map_err(BuildError::NoRuntime)?;
+        let tls = self
+            .tls
+            .take()
+            .map(crate::tls::TlsOptions::finish)
+            .transpose()?
+            .flatten();
         let rt: Arc<dyn Runtime> = Arc::new(self.runtime);
         let clock = Clock::new(rt.now());
         let engine = Engine::new(clock.to_proto(rt.now()), config);
@@ -404,6 +456,7 @@ impl<R: Runtime> Builder<R> {
             read_budget: self.read_budget,
             identify: self.identify,
             judge: self.judge,
+            tls,
         });
         rt.spawn(Box::pin(driver));
         Ok(Client {

@@ -9,18 +9,26 @@
 //! or connecting socket holds no read buffer at all. Dropping a `Conn`
 //! ([`IoAction::Close`](stn_proto::io::IoAction::Close)) closes the socket at
 //! once, even mid-connect.
+//!
+//! With TLS the connect has two phases: the TCP connect, then the handshake
+//! ([`crate::tls`]); the engine is told the connection is up only after
+//! both, and a failed handshake is a failed connect.
 
 use std::collections::VecDeque;
+use std::future::Future;
 use std::io;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
 use stn_proto::io::CloseReason;
 use stn_proto::net::ConnectError;
 
 use crate::ready::TokenWaker;
-use crate::runtime::{AsyncStream, BoxFuture};
+use crate::runtime::{AsyncStream, BoxFuture, Runtime};
+use crate::tls::{self, Handshake, TlsStart};
 
 /// Size of the driver's read buffer: a received chunk is at most this many bytes.
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -41,8 +49,12 @@ pub fn connect_error(e: &io::Error) -> ConnectError {
     }
 }
 
-/// Maps a read or write failure on an open connection to the engine's vocabulary.
+/// Maps a read or write failure on an open connection to the engine's
+/// vocabulary (a TLS stream's rustls errors become [`CloseReason::tls`]).
 pub fn close_reason(e: &io::Error) -> CloseReason {
+    if let Some(failure) = tls::failure_of(e) {
+        return CloseReason::tls(failure);
+    }
     match e.kind() {
         io::ErrorKind::ConnectionReset
         | io::ErrorKind::ConnectionAborted
@@ -59,8 +71,10 @@ pub(crate) enum Step {
     Idle,
     /// Readable, but the read budget is used up: poll again once it frees.
     Starved,
-    /// The connect completed.
+    /// The connect completed (with TLS: the handshake too).
     Connected,
+    /// The TCP connect completed and the TLS handshake started.
+    TcpConnected,
     /// `n` bytes arrived; they are in the read buffer's first `n` bytes.
     Data(usize),
     /// The connect failed.
@@ -71,7 +85,24 @@ pub(crate) enum Step {
 
 enum State {
     Connecting(BoxFuture<io::Result<Box<dyn AsyncStream>>>),
+    Handshaking(Handshake),
     Open(Box<dyn AsyncStream>),
+}
+
+/// The TLS handshake a connection runs once its TCP connect completes.
+pub(crate) struct TlsPlan {
+    pub(crate) rt: Arc<dyn Runtime>,
+    /// The handshake's parameters, or why there can be none (a bad name).
+    pub(crate) start: Result<TlsStart, stn_proto::tls::TlsFailure>,
+    pub(crate) timeout: Duration,
+}
+
+/// How a connection's connect went, for the driver's TLS statistics.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Handshaked {
+    /// TCP connect to handshake done.
+    pub(crate) duration: Duration,
+    pub(crate) resumed: bool,
 }
 
 /// One connection: its socket, its unsent writes and its waker.
@@ -86,6 +117,13 @@ pub(crate) struct Conn {
     pub(crate) held: usize,
     handle: Arc<TokenWaker>,
     waker: Waker,
+    /// The handshake to run after the TCP connect (TLS clients only).
+    tls: Option<TlsPlan>,
+    /// Set when a handshake completes, taken by the driver.
+    pub(crate) handshaked: Option<Handshaked>,
+    /// A flush returned pending (a TLS stream's buffered records): flush
+    /// again on the next poll even if nothing new is written.
+    flushing: bool,
 }
 
 impl Conn {
@@ -93,6 +131,7 @@ impl Conn {
     pub(crate) fn new(
         connect: BoxFuture<io::Result<Box<dyn AsyncStream>>>,
         (handle, waker): (Arc<TokenWaker>, Waker),
+        tls: Option<TlsPlan>,
     ) -> Self {
         Conn {
             state: State::Connecting(connect),
@@ -102,6 +141,9 @@ impl Conn {
             held: 0,
             handle,
             waker,
+            tls,
+            handshaked: None,
+            flushing: false,
         }
     }
 
@@ -134,10 +176,19 @@ impl Conn {
                 return match connect.as_mut().poll(&mut cx) {
                     Poll::Pending => Step::Idle,
                     Poll::Ready(Err(e)) => Step::ConnectFailed(connect_error(&e)),
-                    Poll::Ready(Ok(stream)) => {
-                        self.state = State::Open(stream);
-                        Step::Connected
-                    }
+                    Poll::Ready(Ok(stream)) => match self.tls.take() {
+                        None => {
+                            self.state = State::Open(stream);
+                            Step::Connected
+                        }
+                        Some(plan) => self.start_handshake(stream, plan),
+                    },
+                };
+            }
+            State::Handshaking(handshake) => {
+                return match Pin::new(handshake).poll(&mut cx) {
+                    Poll::Pending => Step::Idle,
+                    Poll::Ready(done) => self.handshake_done(done),
                 };
             }
             State::Open(stream) => stream,
@@ -148,6 +199,7 @@ impl Conn {
             &mut self.out,
             &mut self.written,
             &mut self.unsent,
+            &mut self.flushing,
         ) {
             return Step::Closed(reason);
         }
@@ -167,14 +219,51 @@ impl Conn {
     }
 }
 
+impl Conn {
+    /// The TCP connect is done: the handshake starts, bounded by its
+    /// timeout, on the next poll (the engine hears of the TCP connect first).
+    fn start_handshake(&mut self, stream: Box<dyn AsyncStream>, plan: TlsPlan) -> Step {
+        let start = match plan.start {
+            Ok(start) => start,
+            Err(failure) => return Step::ConnectFailed(ConnectError::tls(failure)),
+        };
+        let timer = plan.rt.new_timer(plan.rt.now() + plan.timeout);
+        let future = plan.rt.start_tls(stream, start);
+        self.state = State::Handshaking(Handshake::new(future, timer, Instant::now()));
+        self.handle.schedule();
+        Step::TcpConnected
+    }
+
+    fn handshake_done(&mut self, done: io::Result<tls::TlsStream>) -> Step {
+        let State::Handshaking(handshake) = &self.state else {
+            return Step::Idle;
+        };
+        let started = handshake.started;
+        match done {
+            Ok(tls) => {
+                self.handshaked = Some(Handshaked {
+                    duration: Instant::now().saturating_duration_since(started),
+                    resumed: tls.resumed,
+                });
+                self.state = State::Open(tls.stream);
+                // Writes the engine queued meanwhile go out on the next poll.
+                self.handle.schedule();
+                Step::Connected
+            }
+            Err(e) => Step::ConnectFailed(ConnectError::tls(tls::handshake_failure(&e))),
+        }
+    }
+}
+
 /// Writes from the front of `out` until the socket would block or `out` is
-/// empty, then flushes.
+/// empty, then flushes (again, if an earlier flush was pending).
 fn write_queued(
     stream: &mut Box<dyn AsyncStream>,
     cx: &mut Context<'_>,
     out: &mut VecDeque<Bytes>,
     written: &mut usize,
     unsent: &mut usize,
+    flushing: &mut bool,
 ) -> Result<(), CloseReason> {
     let mut wrote = false;
     while !out.is_empty() {
@@ -199,9 +288,11 @@ fn write_queued(
             Poll::Pending => break,
         }
     }
-    if wrote {
-        if let Poll::Ready(Err(e)) = stream.poll_flush(cx) {
-            return Err(close_reason(&e));
+    if wrote || *flushing {
+        match stream.poll_flush(cx) {
+            Poll::Ready(Ok(())) => *flushing = false,
+            Poll::Ready(Err(e)) => return Err(close_reason(&e)),
+            Poll::Pending => *flushing = true,
         }
     }
     Ok(())

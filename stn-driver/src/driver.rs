@@ -37,12 +37,17 @@ use stn_proto::net::NetworkKind;
 use stn_proto::task::{Task, TaskId};
 
 use crate::clock::Clock;
-use crate::conn::{Conn, Step, READ_CHUNK};
+use crate::conn::{Conn, Step, TlsPlan, READ_CHUNK};
 use crate::error::Error;
 use crate::outcome::{EndpointState, Finished, Push, Snapshot};
 use crate::pushes::{Offer, Subscriber};
 use crate::ready::{ReadySet, Token, TokenWaker};
 use crate::runtime::{AsyncTimer, BoxFuture, Runtime};
+use crate::tls::{ClientTls, TlsStats};
+
+/// Most IP → host name entries kept for TLS server names (resolver answers
+/// are small; this only bounds a resolver that keeps changing its answer).
+const MAX_TLS_NAMES: usize = 1024;
 
 /// The one tracing target of every client event and span, so that
 /// `RUST_LOG=stn=debug` (or `stn=info`) shows the client whichever adapter
@@ -130,6 +135,11 @@ pub(crate) struct Driver {
     /// Replies were sent since the loop last yielded with nothing to do.
     replied: bool,
     done: bool,
+    /// TLS on every connection, when the client has it.
+    tls: Option<ClientTls>,
+    /// The host name each resolved IP came from: its TLS server name.
+    tls_names: BTreeMap<IpAddr, String>,
+    tls_stats: TlsStats,
 }
 
 pub(crate) struct DriverParts {
@@ -141,6 +151,7 @@ pub(crate) struct DriverParts {
     pub(crate) read_budget: usize,
     pub(crate) identify: IdentifyDecision,
     pub(crate) judge: Option<Judge>,
+    pub(crate) tls: Option<ClientTls>,
 }
 
 impl Driver {
@@ -174,6 +185,9 @@ impl Driver {
             shutdown_waiters: Vec::new(),
             replied: false,
             done: false,
+            tls: parts.tls,
+            tls_names: BTreeMap::new(),
+            tls_stats: TlsStats::default(),
             rt: parts.rt,
         }
     }
@@ -199,9 +213,10 @@ impl Driver {
                 tracing::debug!(target: TRACE_TARGET, %conn, %addr, "connect");
                 self.endpoints.insert(addr);
                 let connect = self.rt.connect(addr);
+                let tls = self.tls_plan(addr);
                 // The new token is queued: the next round polls the connect.
                 let waker = self.ready.waker(Token::Conn(conn));
-                if let Some(old) = self.conns.insert(conn, Conn::new(connect, waker)) {
+                if let Some(old) = self.conns.insert(conn, Conn::new(connect, waker, tls)) {
                     // Connection ids are never reused; if one were, the old
                     // socket closes here.
                     self.release(old.held);
@@ -318,6 +333,36 @@ impl Driver {
             _ => {}
         }
     }
+    /// The handshake a connection to `addr` runs, if the client has TLS.
+    fn tls_plan(&self, addr: SocketAddr) -> Option<TlsPlan> {
+        let tls = self.tls.as_ref()?;
+        let host = self.tls_names.get(&addr.ip()).map(String::as_str);
+        let start = tls
+            .name_for(addr.ip(), host)
+            .map(|server_name| crate::tls::TlsStart {
+                config: tls.config.clone(),
+                server_name,
+            });
+        Some(TlsPlan {
+            rt: self.rt.clone(),
+            start,
+            timeout: tls.handshake_timeout,
+        })
+    }
+
+    /// Remembers which host `addrs` came from, for their TLS server names.
+    fn note_tls_names(&mut self, host: &str, addrs: &[IpAddr]) {
+        if self.tls.is_none() {
+            return;
+        }
+        for &ip in addrs {
+            if self.tls_names.len() >= MAX_TLS_NAMES && !self.tls_names.contains_key(&ip) {
+                self.tls_names.clear();
+            }
+            self.tls_names.insert(ip, host.to_owned());
+        }
+    }
+
     /// Runs the app's judge on a response. A judge that panics has not
     /// understood the response: the task ends with a decode error instead of
     /// taking the driver (and every other task) down with it.
@@ -463,6 +508,7 @@ impl Driver {
             read_budget: self.read_budget,
             unsent_bytes: self.conns.values().map(Conn::unsent).sum(),
             push_bytes: self.subscribers.iter().map(Subscriber::queued_bytes).sum(),
+            tls: self.tls_stats,
         }
     }
 
@@ -528,7 +574,18 @@ impl Driver {
                     return;
                 }
                 Step::Connected => {
+                    if let Some(h) = conn.handshaked.take() {
+                        tracing::debug!(target: TRACE_TARGET, %id, duration = ?h.duration, resumed = h.resumed, "TLS handshake done");
+                        let s = &mut self.tls_stats;
+                        s.handshakes += 1;
+                        s.resumed += u64::from(h.resumed);
+                        s.handshake_time += h.duration;
+                        s.last_handshake = Some(h.duration);
+                    }
                     self.feed(id, ConnEvent::Connected);
+                }
+                Step::TcpConnected => {
+                    self.feed(id, ConnEvent::TcpConnected);
                 }
                 Step::Data(n) => {
                     conn.held += n;
@@ -546,7 +603,10 @@ impl Driver {
                     }
                 }
                 Step::ConnectFailed(error) => {
-                    tracing::debug!(target: TRACE_TARGET, %id, ?error, "connect failed");
+                    if error.tls_failure().is_some() {
+                        self.tls_stats.failed += 1;
+                    }
+                    tracing::debug!(target: TRACE_TARGET, %id, %error, "connect failed");
                     self.forget(id);
                     self.feed(id, ConnEvent::ConnectFailed(error));
                     return;
@@ -578,7 +638,10 @@ impl Driver {
             return;
         };
         let input = match result.map(distinct_ips) {
-            Ok(addrs) if !addrs.is_empty() => Input::Resolved { host, addrs },
+            Ok(addrs) if !addrs.is_empty() => {
+                self.note_tls_names(&host, &addrs);
+                Input::Resolved { host, addrs }
+            }
             Ok(_) => Input::ResolveFailed { host },
             Err(error) => {
                 tracing::debug!(target: TRACE_TARGET, %host, %error, "resolve failed");

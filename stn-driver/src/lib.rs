@@ -72,6 +72,7 @@ mod outcome;
 mod pushes;
 mod ready;
 mod runtime;
+pub mod tls;
 
 pub use client::{BuildError, Builder, Client, DEFAULT_PUSH_BYTES, DEFAULT_READ_BUDGET};
 pub use clock::Clock;

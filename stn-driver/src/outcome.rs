@@ -73,4 +73,6 @@ pub struct Snapshot {
     pub unsent_bytes: usize,
     /// Bytes of push bodies waiting in [`Pushes`](crate::Pushes) streams.
     pub push_bytes: usize,
+    /// TLS handshakes so far (all zero without [TLS](crate::Builder::tls)).
+    pub tls: crate::tls::TlsStats,
 }

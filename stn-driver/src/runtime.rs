@@ -9,6 +9,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
+use crate::tls::{TlsStart, TlsStream};
+
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
@@ -44,6 +46,23 @@ pub trait Runtime: Send + Sync + Debug + 'static {
     /// A sentence naming what is missing.
     fn check(&self) -> Result<(), String> {
         Ok(())
+    }
+
+    /// Runs a TLS client handshake over `stream`, a TCP connection that just
+    /// connected, and returns the encrypted stream. Only called when the
+    /// client has a [TLS configuration](crate::Builder::tls); the driver
+    /// bounds it with the handshake timeout. The default refuses: a runtime
+    /// without TLS support cannot serve a TLS client.
+    fn start_tls(
+        &self,
+        stream: Box<dyn AsyncStream>,
+        tls: TlsStart,
+    ) -> BoxFuture<io::Result<TlsStream>> {
+        drop((stream, tls));
+        Box::pin(std::future::ready(Err(io::Error::new(
+            io::ErrorKind::Unsupported,
+            "this runtime does not support TLS",
+        ))))
     }
 
     /// The current time. Override only for tests.

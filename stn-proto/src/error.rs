@@ -195,6 +195,9 @@ pub enum SocketError {
     /// Writing the request failed.
     #[error("writing to the connection failed")]
     WriteFailed,
+    /// TLS failed on the open connection (a fatal alert, a corrupt record).
+    #[error("TLS failed during the exchange: {0}")]
+    Tls(crate::tls::TlsFailure),
 }
 
 /// Which deadline passed.
@@ -419,7 +422,7 @@ impl Error {
                 ECT_SOCKET,
                 match e {
                     SocketError::ClosedByPeer => SOCKET_SHUTDOWN,
-                    SocketError::Reset => SOCKET_RECV_ERR,
+                    SocketError::Reset | SocketError::Tls(_) => SOCKET_RECV_ERR,
                     SocketError::WriteFailed => SOCKET_SEND_ERR,
                 },
             ),

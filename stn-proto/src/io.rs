@@ -80,8 +80,14 @@ impl IoAction {
 /// What happened on a connection, as the executor saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ConnEvent {
-    /// The TCP handshake completed.
+    /// The connection is up: the TCP handshake completed (and the TLS
+    /// handshake, if [`ConnEvent::TcpConnected`] came first).
     Connected,
+    /// The TCP handshake completed and a TLS handshake now runs on the
+    /// connection; [`ConnEvent::Connected`] or [`ConnEvent::ConnectFailed`]
+    /// follows. Optional: it only moves the end of the connect time (the
+    /// RTT sample) to the TCP connect, before the handshake's round trips.
+    TcpConnected,
     /// The connect attempt failed.
     ConnectFailed(ConnectError),
     /// Bytes arrived (any chunking).
@@ -106,7 +112,10 @@ impl core::fmt::Display for CloseReason {
         match self {
             CloseReason::Eof => f.write_str("closed by peer"),
             CloseReason::Reset => f.write_str("connection reset"),
-            CloseReason::Error(code) => write!(f, "socket error (os error {code})"),
+            CloseReason::Error(code) => match crate::tls::TlsFailure::from_code(*code) {
+                Some(tls) => write!(f, "TLS failed: {tls}"),
+                None => write!(f, "socket error (os error {code})"),
+            },
         }
     }
 }

@@ -98,6 +98,7 @@ pub mod short_link;
 pub mod task;
 pub mod time;
 pub mod timeout;
+pub mod tls;
 
 pub use engine::{Config, Engine, Event, Input, Output, Report, SubmitError};
 pub use profile::Profile;

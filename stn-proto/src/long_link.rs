@@ -585,6 +585,7 @@ impl LongLink {
                 };
                 match ev {
                     ConnEvent::Connected => c.race.handle_connected(now, attempt),
+                    ConnEvent::TcpConnected => c.race.handle_tcp_connected(now, attempt),
                     ConnEvent::ConnectFailed(error) => {
                         c.conns.remove(&attempt);
                         c.race.handle_failed(now, attempt, error);
@@ -610,7 +611,7 @@ impl LongLink {
                     self.monitor.on_disconnected(now);
                 }
                 // Duplicates of the connect result: nothing to do.
-                ConnEvent::Connected | ConnEvent::ConnectFailed(_) => {}
+                ConnEvent::Connected | ConnEvent::TcpConnected | ConnEvent::ConnectFailed(_) => {}
             },
             _ => {}
         }
@@ -1057,6 +1058,10 @@ fn encode(codec: &CodecConfig, frame: &Frame) -> Option<Bytes> {
 fn socket_error(reason: CloseReason) -> SocketError {
     match reason {
         CloseReason::Eof => SocketError::ClosedByPeer,
-        CloseReason::Reset | CloseReason::Error(_) => SocketError::Reset,
+        CloseReason::Error(code) => match crate::tls::TlsFailure::from_code(code) {
+            Some(tls) => SocketError::Tls(tls),
+            None => SocketError::Reset,
+        },
+        CloseReason::Reset => SocketError::Reset,
     }
 }

@@ -50,7 +50,10 @@ impl core::fmt::Display for ConnectError {
             ConnectError::TimedOut => f.write_str("connect timed out (OS)"),
             ConnectError::Unreachable => f.write_str("host or network unreachable"),
             ConnectError::AttemptTimeout => f.write_str("connect attempt deadline passed"),
-            ConnectError::Other(code) => write!(f, "connect failed (os error {code})"),
+            ConnectError::Other(code) => match crate::tls::TlsFailure::from_code(*code) {
+                Some(tls) => write!(f, "TLS handshake failed: {tls}"),
+                None => write!(f, "connect failed (os error {code})"),
+            },
         }
     }
 }

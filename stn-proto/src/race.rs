@@ -564,6 +564,9 @@ pub struct AttemptStats {
     pub passive_since: Option<Instant>,
     /// When it ended, if it has.
     pub ended: Option<Instant>,
+    /// When its TCP connect completed, if a TLS handshake then ran on it
+    /// ([`Race::handle_tcp_connected`]): its connect time ends here.
+    pub tcp_connected: Option<Instant>,
     /// Where it stands.
     pub state: AttemptState,
 }
@@ -671,7 +674,9 @@ impl Race {
             self.drive(now);
             return;
         };
-        let connect_time = now - self.attempts[i].started;
+        // With TLS the TCP connect ended earlier: the connect time (the
+        // RTT sample) is TCP's alone, not the handshake's round trips.
+        let connect_time = self.attempts[i].tcp_connected.unwrap_or(now) - self.attempts[i].started;
         let addr = self.attempts[i].addr;
         self.end_attempt(i, now, AttemptState::Connected);
         self.push_report(i, AttemptResult::Connected { connect_time });
@@ -704,6 +709,19 @@ impl Race {
             connect_time,
         });
         self.outcome = Some(RaceOutcome::Won(attempt));
+    }
+
+    /// The adapter saw `attempt`'s TCP connect complete at `now`, and runs a
+    /// TLS handshake on it before reporting it connected: the attempt stays
+    /// in the race (its deadlines still run, so a stalled handshake is
+    /// abandoned like a stalled connect) and its connect time is taken now.
+    /// Ignored for unknown or finished attempts and once the race is over.
+    pub fn handle_tcp_connected(&mut self, now: Instant, attempt: AttemptId) {
+        let now = self.clock.observe(now);
+        if let Some(i) = self.live_index(attempt) {
+            self.attempts[i].tcp_connected.get_or_insert(now);
+        }
+        self.drive(now);
     }
 
     /// The adapter saw `attempt` fail at `now` (its socket is already closed:
@@ -948,6 +966,7 @@ impl Race {
             floor,
             passive_since: (!in_slot).then_some(now),
             ended: None,
+            tcp_connected: None,
             state: AttemptState::Connecting,
         });
         self.cursor = pos + 1;

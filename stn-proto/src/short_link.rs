@@ -496,6 +496,13 @@ impl ShortLinkExchange {
                     self.close(conn);
                 }
             }
+            (ConnState::Connecting(attempt), ConnEvent::TcpConnected) => {
+                if let Some(race) = self.race.as_mut() {
+                    race.handle_tcp_connected(now, attempt);
+                }
+                self.drain_race(now, ids);
+            }
+            (ConnState::Open, ConnEvent::TcpConnected) => {}
             (ConnState::Connecting(attempt), ConnEvent::ConnectFailed(error)) => {
                 self.conns.insert(conn, ConnState::Gone);
                 self.connect_failed(now, attempt, error, ids);
@@ -754,7 +761,11 @@ impl ShortLinkExchange {
                 Some(Err(e)) => http_error(e),
                 None => Error::Socket(SocketError::ClosedByPeer),
             },
-            CloseReason::Reset | CloseReason::Error(_) => Error::Socket(SocketError::Reset),
+            CloseReason::Error(code) => match crate::tls::TlsFailure::from_code(code) {
+                Some(tls) => Error::Socket(SocketError::Tls(tls)),
+                None => Error::Socket(SocketError::Reset),
+            },
+            CloseReason::Reset => Error::Socket(SocketError::Reset),
         };
         self.fail_on_winner(now, error);
     }

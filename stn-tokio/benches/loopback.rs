@@ -33,6 +33,10 @@
 //!   connections (Mars's keep-alive short link).
 //! - `reqwest`: one `reqwest::Client` (HTTP/1.1, keep-alive, its default
 //!   pool), N tasks each POSTing the same CGI path and reading the body.
+//! - `stn-long-tls`, `stn-short-ka-tls`, `reqwest-tls`: the same three over
+//!   TLS 1.3 (rustls with ring on both sides, the same client configuration
+//!   for stn and reqwest) to a second reference server with a certificate
+//!   made at start; the CA goes to children as `--ca FILE`.
 //!
 //! Columns: requests and req/s in the measured window (with `--rounds N`, the
 //! median round and the slowest–fastest range); p50/p99/p99.9/max latency of
@@ -85,17 +89,31 @@ enum Scenario {
     BaseShort,
     StnShortKeepAlive,
     Reqwest,
+    StnLongTls,
+    StnShortKeepAliveTls,
+    ReqwestTls,
 }
 
 impl Scenario {
-    const ALL: [Scenario; 6] = [
+    const ALL: [Scenario; 9] = [
         Scenario::StnLong,
         Scenario::BaseLong,
         Scenario::StnShort,
         Scenario::BaseShort,
         Scenario::StnShortKeepAlive,
         Scenario::Reqwest,
+        Scenario::StnLongTls,
+        Scenario::StnShortKeepAliveTls,
+        Scenario::ReqwestTls,
     ];
+
+    /// Runs against the TLS server.
+    fn tls(self) -> bool {
+        matches!(
+            self,
+            Scenario::StnLongTls | Scenario::StnShortKeepAliveTls | Scenario::ReqwestTls
+        )
+    }
 
     fn name(self) -> &'static str {
         match self {
@@ -105,6 +123,9 @@ impl Scenario {
             Scenario::BaseShort => "base-short",
             Scenario::StnShortKeepAlive => "stn-short-ka",
             Scenario::Reqwest => "reqwest",
+            Scenario::StnLongTls => "stn-long-tls",
+            Scenario::StnShortKeepAliveTls => "stn-short-ka-tls",
+            Scenario::ReqwestTls => "reqwest-tls",
         }
     }
 
@@ -116,16 +137,21 @@ impl Scenario {
             Scenario::BaseShort => "baseline short link (tokio, conn per request)",
             Scenario::StnShortKeepAlive => "stn short link (keep-alive pool)",
             Scenario::Reqwest => "reqwest (HTTP/1.1 keep-alive)",
+            Scenario::StnLongTls => "stn long link, TLS",
+            Scenario::StnShortKeepAliveTls => "stn short link (keep-alive pool), TLS",
+            Scenario::ReqwestTls => "reqwest (HTTP/1.1 keep-alive), rustls",
         }
     }
 
     fn concurrency(self) -> usize {
         match self {
-            Scenario::StnLong | Scenario::BaseLong => LONG_CONCURRENCY,
+            Scenario::StnLong | Scenario::BaseLong | Scenario::StnLongTls => LONG_CONCURRENCY,
             Scenario::StnShort
             | Scenario::BaseShort
             | Scenario::StnShortKeepAlive
-            | Scenario::Reqwest => SHORT_CONCURRENCY,
+            | Scenario::Reqwest
+            | Scenario::StnShortKeepAliveTls
+            | Scenario::ReqwestTls => SHORT_CONCURRENCY,
         }
     }
 
@@ -151,7 +177,12 @@ struct Opts {
     only: Vec<Scenario>,
     /// Child mode: run this scenario against these addresses, print a result line.
     child: Option<(Scenario, SocketAddr, SocketAddr)>,
+    /// Child mode: the TLS server's CA certificate (PEM file).
+    ca: Option<String>,
 }
+
+/// The TLS server's CA certificate (PEM), for the TLS scenarios.
+static CA_PEM: std::sync::OnceLock<String> = std::sync::OnceLock::new();
 
 fn parse_args() -> Result<Opts, String> {
     let mut opts = Opts {
@@ -162,6 +193,7 @@ fn parse_args() -> Result<Opts, String> {
         rounds: 3,
         only: Vec::new(),
         child: None,
+        ca: None,
     };
     let mut scenario = None;
     let mut long = None;
@@ -210,11 +242,12 @@ fn parse_args() -> Result<Opts, String> {
                 scenario = Some(Scenario::parse(&v).ok_or(format!("unknown scenario {v:?}"))?);
             }
             "--long" => long = Some(addr(args.next())?),
+            "--ca" => opts.ca = Some(args.next().ok_or("--ca needs a file")?),
             "--short" => short = Some(addr(args.next())?),
             "--help" | "-h" => {
                 return Err(
                     "usage: loopback [--quick] [--warmup-secs S] [--measure-secs S] [--rounds N] \
-                     [--only stn-long,base-long,stn-short,base-short,stn-short-ka,reqwest] [--in-process]"
+                     [--only stn-long,base-long,stn-short,base-short,stn-short-ka,reqwest,stn-long-tls,stn-short-ka-tls,reqwest-tls] [--in-process]"
                         .to_owned(),
                 )
             }
@@ -384,6 +417,19 @@ impl Target {
         long: SocketAddr,
         short: SocketAddr,
     ) -> Result<Self, String> {
+        let tls = || -> Result<stn_tokio::tls::rustls::ClientConfig, String> {
+            let pem = CA_PEM.get().ok_or("TLS scenario without a CA (--ca)")?;
+            let roots =
+                stn_tokio::tls::roots_from_pem(pem.as_bytes()).map_err(|e| e.to_string())?;
+            stn_tokio::tls::client_config(roots, &[b"http/1.1"]).map_err(|e| e.to_string())
+        };
+        let keep_alive_pool = |c: &mut stn_proto::engine::Config| {
+            // One idle connection per worker, as reqwest's pool keeps.
+            c.socket_pool = Some(PoolConfig {
+                max_idle_conns: SHORT_CONCURRENCY,
+                ..PoolConfig::for_profile(Profile::Stn)
+            });
+        };
         Ok(match scenario {
             Scenario::StnLong => Target::Stn {
                 client: Client::builder()
@@ -393,6 +439,36 @@ impl Target {
                     .map_err(|e| e.to_string())?,
                 channel: Channel::Long,
                 keep_alive: false,
+            },
+            Scenario::StnLongTls => Target::Stn {
+                client: Client::builder()
+                    .ip(long.ip())
+                    .long_link_port(long.port())
+                    .tls(tls()?)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+                channel: Channel::Long,
+                keep_alive: false,
+            },
+            Scenario::StnShortKeepAliveTls => Target::Stn {
+                client: Client::builder()
+                    .ip(short.ip())
+                    .short_link_port(short.port())
+                    .configure(keep_alive_pool)
+                    .tls(tls()?)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+                channel: Channel::Short,
+                keep_alive: true,
+            },
+            Scenario::ReqwestTls => Target::Reqwest {
+                client: reqwest::Client::builder()
+                    .use_preconfigured_tls(tls()?)
+                    .http1_only()
+                    .tcp_nodelay(true)
+                    .build()
+                    .map_err(|e| e.to_string())?,
+                url: format!("https://{short}{DEFAULT_CGI_PATH}"),
             },
             Scenario::StnShort => Target::Stn {
                 client: Client::builder()
@@ -407,13 +483,7 @@ impl Target {
                 client: Client::builder()
                     .ip(short.ip())
                     .short_link_port(short.port())
-                    // One idle connection per worker, as reqwest's pool keeps.
-                    .configure(|c| {
-                        c.socket_pool = Some(PoolConfig {
-                            max_idle_conns: SHORT_CONCURRENCY,
-                            ..PoolConfig::for_profile(Profile::Stn)
-                        });
-                    })
+                    .configure(keep_alive_pool)
                     .build()
                     .map_err(|e| e.to_string())?,
                 channel: Channel::Short,
@@ -887,6 +957,12 @@ fn run_child(
         .args(["--long", &long.to_string(), "--short", &short.to_string()])
         .args(["--warmup-secs", &opts.warmup.as_secs_f64().to_string()])
         .args(["--measure-secs", &opts.measure.as_secs_f64().to_string()])
+        .args(
+            opts.ca
+                .iter()
+                .filter(|_| scenario.tls())
+                .flat_map(|ca| ["--ca", ca.as_str()]),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -1001,6 +1077,17 @@ fn main() {
         }
     };
     if let Some((scenario, long, short)) = opts.child {
+        if let Some(path) = &opts.ca {
+            match std::fs::read_to_string(path) {
+                Ok(pem) => {
+                    let _ = CA_PEM.set(pem);
+                }
+                Err(e) => {
+                    eprintln!("loopback: cannot read --ca {path}: {e}");
+                    std::process::exit(2);
+                }
+            }
+        }
         std::process::exit(child_main(scenario, long, short, &opts));
     }
     let mut opts = opts;
@@ -1019,6 +1106,25 @@ fn main() {
         .expect("reference server starts");
     let long = server.long_addr().expect("long link");
     let short = server.short_addr().expect("short link");
+    // The TLS scenarios' server: the same, with a certificate made now.
+    let cert = stn_tokio::server::tls::SelfSigned::generate(&["127.0.0.1".to_owned()])
+        .expect("certificate");
+    let tls_server = rt
+        .block_on(Server::start(ServerConfig {
+            tls: Some(stn_tokio::server::tls::ServerTls::new(
+                cert.server_config().expect("TLS config"),
+            )),
+            ..ServerConfig::default()
+        }))
+        .expect("TLS reference server starts");
+    let tls_addrs = (
+        tls_server.long_addr().expect("long link"),
+        tls_server.short_addr().expect("short link"),
+    );
+    let ca_file = std::env::temp_dir().join(format!("stn-loopback-ca-{}.pem", std::process::id()));
+    std::fs::write(&ca_file, &cert.ca_pem).expect("CA file written");
+    opts.ca = Some(ca_file.display().to_string());
+    let _ = CA_PEM.set(cert.ca_pem.clone());
     println!(
         "loopback benchmark: warm-up {:?}, measured {:?} per scenario; server in-process on {long} (long) and {short} (short), zero delay",
         opts.warmup, opts.measure
@@ -1029,6 +1135,11 @@ fn main() {
     let mut failed = false;
     for (round, &scenario) in (0..opts.rounds).flat_map(|r| opts.only.iter().map(move |s| (r, s))) {
         let can_reset = reset_peak_rss();
+        let (long, short, server) = if scenario.tls() {
+            (tls_addrs.0, tls_addrs.1, &tls_server)
+        } else {
+            (long, short, &server)
+        };
         let (cpu_before, stats_before) = (cpu_time(), server.stats());
         let result = if opts.in_process {
             rt.block_on(run_scenario(
@@ -1089,7 +1200,10 @@ fn main() {
     }
     let rows: Vec<Outcome> = runs.into_iter().filter_map(median_round).collect();
     let stats = server.stats();
+    let tls_stats = tls_server.stats();
     rt.block_on(server.shutdown());
+    rt.block_on(tls_server.shutdown());
+    let _ = std::fs::remove_file(&ca_file);
     println!();
     print!("{}", table(&rows, !opts.in_process));
     if opts.rounds > 1 {
@@ -1105,6 +1219,13 @@ fn main() {
         stats.short_requests_served,
         stats.short_connections,
         stats.protocol_errors
+    );
+    println!(
+        "TLS server totals: {} long-link requests, {} short-link requests, {} short-link connections, {} TLS handshake failures",
+        tls_stats.long_requests_served,
+        tls_stats.short_requests_served,
+        tls_stats.short_connections,
+        tls_stats.tls_failures
     );
     if failed {
         std::process::exit(1);

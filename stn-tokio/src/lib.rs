@@ -55,6 +55,7 @@
 //! `rt`, `net` and `time` features only, and compiles no server or CLI code.
 #![forbid(unsafe_code)]
 
+pub use stn_driver::tls;
 pub use stn_proto as proto;
 
 pub mod client;

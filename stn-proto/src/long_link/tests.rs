@@ -1091,7 +1091,7 @@ mod model {
                 match ev {
                     ConnEvent::Connected => *s = ConnState::Established,
                     ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_) => *s = ConnState::Ended,
-                    ConnEvent::Received(_) => {}
+                    ConnEvent::TcpConnected | ConnEvent::Received(_) => {}
                 }
             }
             self.link.handle_event(self.now, conn, ev, &mut self.ids);

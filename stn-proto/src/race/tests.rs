@@ -1521,3 +1521,39 @@ fn ignored_input_still_services_due_timers() {
         assert!(r.poll_timeout().is_some_and(|t| t > now));
     }
 }
+
+/// With TLS the adapter reports the TCP connect first: the winner's connect
+/// time (the RTT sample) ends there, not after the handshake, and a
+/// handshake that fails is a failed attempt like a refused connect.
+#[test]
+fn tls_handshake_time_is_not_connect_time() {
+    let mut r = race(Profile::Stn, &[1, 2], Some(100), None);
+    assert_eq!(drain(&mut r), vec![connect(0, 1)]);
+    // The first candidate's handshake fails: the next one starts.
+    r.handle_tcp_connected(ms(20), id(0));
+    assert_eq!(drain(&mut r), vec![]);
+    let tls = ConnectError::tls(crate::tls::TlsFailure::UnknownIssuer);
+    r.handle_failed(ms(25), id(0), tls);
+    let actions = drain(&mut r);
+    assert_eq!(
+        actions,
+        vec![report(0, 1, R::Failed(tls)), connect(1, 2)],
+        "{actions:?}"
+    );
+    r.handle_tcp_connected(ms(55), id(1));
+    assert!(!r.is_finished(), "the handshake is still running");
+    r.handle_connected(ms(105), id(1));
+    let actions = drain(&mut r);
+    assert!(
+        actions.contains(&A::Won {
+            attempt: id(1),
+            addr: addr(2),
+            connect_time: Duration::from_millis(30),
+        }),
+        "{actions:?}"
+    );
+    assert_eq!(r.attempts()[1].tcp_connected, Some(ms(55)));
+    // A late duplicate is ignored.
+    r.handle_tcp_connected(ms(110), id(1));
+    assert_eq!(drain(&mut r), vec![]);
+}

@@ -128,6 +128,8 @@ struct ServeArgs {
     /// oversize-length.
     #[arg(long, value_name = "FAULT", default_value_t = Fault::None)]
     fault: Fault,
+    #[command(flatten)]
+    tls: tls_args::ServeTls,
 }
 
 /// A default duration as a flag's millisecond value.
@@ -195,7 +197,8 @@ async fn main() -> anyhow::Result<()> {
 }
 
 async fn serve(args: ServeArgs) -> anyhow::Result<()> {
-    let config = args.config()?;
+    let mut config = args.config()?;
+    config.tls = args.tls.server_tls()?;
     let server = Server::start(config).await.context("starting the server")?;
     tracing::info!(
         long = ?server.long_addr(),
@@ -203,6 +206,7 @@ async fn serve(args: ServeArgs) -> anyhow::Result<()> {
         delay_ms = args.delay_ms,
         response_size = ?args.response_size,
         fault = %args.fault,
+        tls = config_tls(&server),
         "stn server running; Ctrl-C to stop"
     );
     tokio::signal::ctrl_c()
@@ -322,6 +326,8 @@ mod send {
         /// Print one JSON object at the end (per-task lines go to stderr).
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        tls: crate::tls_args::SendTls,
     }
 
     struct Outcome {
@@ -405,6 +411,7 @@ mod send {
                 }
             }
         }
+        builder = args.tls.apply(builder)?;
         builder.build().context("building the client")
     }
 
@@ -549,5 +556,108 @@ mod send {
             );
         }
         Ok(successes == outcomes.len())
+    }
+}
+
+fn config_tls(server: &stn_tokio::ServerHandle) -> bool {
+    server.config().tls.is_some()
+}
+
+/// The TLS flags of `stn serve` and `stn send`.
+mod tls_args {
+    use std::path::PathBuf;
+
+    use anyhow::Context;
+    use stn_tokio::server::tls::{self, SelfSigned, ServerTls};
+    use stn_tokio::ClientBuilder;
+
+    /// `stn serve`: TLS on both links from PEM files, or a certificate made
+    /// at start.
+    #[derive(Debug, clap::Args)]
+    pub(crate) struct ServeTls {
+        /// Serve TLS with this PEM certificate chain (leaf first); needs --tls-key.
+        #[arg(
+            long,
+            value_name = "FILE",
+            requires = "tls_key",
+            conflicts_with = "tls_self_signed"
+        )]
+        tls_cert: Option<PathBuf>,
+        /// The PEM private key of --tls-cert.
+        #[arg(long, value_name = "FILE", requires = "tls_cert")]
+        tls_key: Option<PathBuf>,
+        /// Serve TLS with a CA and a certificate generated at start for
+        /// --tls-name; the CA certificate is written to --tls-ca-out.
+        #[arg(long, requires = "tls_ca_out")]
+        tls_self_signed: bool,
+        /// Where --tls-self-signed writes its CA certificate (PEM), for
+        /// clients' --ca.
+        #[arg(long, value_name = "PATH", requires = "tls_self_signed")]
+        tls_ca_out: Option<PathBuf>,
+        /// Names the self-signed certificate is valid for (DNS names or IPs).
+        #[arg(long = "tls-name", value_name = "NAME", value_delimiter = ',',
+              default_values_t = ["localhost".to_owned(), "127.0.0.1".to_owned()])]
+        tls_names: Vec<String>,
+    }
+
+    impl ServeTls {
+        pub(crate) fn server_tls(&self) -> anyhow::Result<Option<ServerTls>> {
+            if let (Some(cert), Some(key)) = (&self.tls_cert, &self.tls_key) {
+                let cert_pem = std::fs::read(cert)
+                    .with_context(|| format!("reading --tls-cert {}", cert.display()))?;
+                let key_pem = std::fs::read(key)
+                    .with_context(|| format!("reading --tls-key {}", key.display()))?;
+                let config = tls::server_config(&cert_pem, &key_pem)
+                    .with_context(|| format!("loading {} and {}", cert.display(), key.display()))?;
+                return Ok(Some(ServerTls::new(config)));
+            }
+            if !self.tls_self_signed {
+                return Ok(None);
+            }
+            let made = SelfSigned::generate(&self.tls_names).context("--tls-self-signed")?;
+            if let Some(out) = &self.tls_ca_out {
+                std::fs::write(out, &made.ca_pem)
+                    .with_context(|| format!("writing --tls-ca-out {}", out.display()))?;
+                tracing::info!(ca = %out.display(), names = ?self.tls_names, "self-signed TLS certificate made; its CA written");
+            }
+            Ok(Some(ServerTls::new(made.server_config()?)))
+        }
+    }
+
+    /// `stn send`: TLS to the server, trusting a CA file (or the webpki roots).
+    #[derive(Debug, clap::Args)]
+    pub(crate) struct SendTls {
+        /// Connect with TLS (both links).
+        #[arg(long)]
+        tls: bool,
+        /// Trust this PEM CA certificate instead of the webpki roots.
+        #[arg(long, value_name = "FILE", requires = "tls")]
+        ca: Option<PathBuf>,
+        /// The name to send (SNI) and verify; default: the IP of each --to.
+        #[arg(long, value_name = "NAME", requires = "tls")]
+        server_name: Option<String>,
+    }
+
+    impl SendTls {
+        pub(crate) fn apply(&self, builder: ClientBuilder) -> anyhow::Result<ClientBuilder> {
+            if !self.tls {
+                return Ok(builder);
+            }
+            let roots = match &self.ca {
+                Some(ca) => {
+                    let pem = std::fs::read(ca)
+                        .with_context(|| format!("reading --ca {}", ca.display()))?;
+                    stn_tokio::tls::roots_from_pem(&pem)
+                        .with_context(|| format!("--ca {}", ca.display()))?
+                }
+                None => stn_tokio::tls::webpki_roots(),
+            };
+            let config = stn_tokio::tls::client_config(roots, &[b"http/1.1"])?;
+            let mut builder = builder.tls(config);
+            if let Some(name) = &self.server_name {
+                builder = builder.tls_server_name(name);
+            }
+            Ok(builder)
+        }
     }
 }

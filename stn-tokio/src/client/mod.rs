@@ -1,6 +1,8 @@
 //! The stn client over tokio: [`Client`] is [`stn_driver::Client`] on
 //! [`TokioRuntime`]; see [`Client`] for an example.
 
+mod tls;
+
 use std::future::Future;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -77,6 +79,14 @@ impl Runtime for TokioRuntime {
         })
     }
 
+    fn start_tls(
+        &self,
+        stream: Box<dyn AsyncStream>,
+        tls: stn_driver::tls::TlsStart,
+    ) -> BoxFuture<io::Result<stn_driver::tls::TlsStream>> {
+        tls::start_tls(stream, tls)
+    }
+
     fn resolve(&self, host: String) -> BoxFuture<io::Result<Vec<IpAddr>>> {
         Box::pin(async move {
             // lookup_host needs a port; only the addresses matter.
@@ -100,9 +110,10 @@ impl AsyncTimer for Timer {
     }
 }
 
-struct Stream(TcpStream);
+/// A tokio stream (the TCP socket, or TLS over it) as the driver's stream.
+struct Stream<S>(S);
 
-impl AsyncStream for Stream {
+impl<S: AsyncRead + AsyncWrite + Send + Unpin + 'static> AsyncStream for Stream<S> {
     fn poll_read(&mut self, cx: &mut Context<'_>, buf: &mut [u8]) -> Poll<io::Result<usize>> {
         let mut buf = ReadBuf::new(buf);
         match Pin::new(&mut self.0).poll_read(cx, &mut buf) {

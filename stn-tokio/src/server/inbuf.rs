@@ -4,8 +4,8 @@
 
 use std::io;
 
+use super::ServerStream;
 use bytes::BytesMut;
-use tokio::net::TcpStream;
 
 use super::budget::{Budget, Charge};
 
@@ -40,7 +40,23 @@ impl<'a> InBuf<'a> {
     ///
     /// Returns the bytes read; 0 means the peer closed its side. Cancel safe:
     /// no data is lost if the future is dropped.
-    pub(super) async fn read_from(&mut self, stream: &TcpStream, want: usize) -> io::Result<usize> {
+    /// A TLS stream may hold decrypted bytes while its socket is not
+    /// readable, so its buffer is made ready first, then read into.
+    pub(super) async fn read_from(
+        &mut self,
+        stream: &mut ServerStream,
+        want: usize,
+    ) -> io::Result<usize> {
+        if stream.is_tls() {
+            while self.buf.len() == self.buf.capacity() {
+                if self.grow(want) {
+                    break;
+                }
+                self.charge.budget_wait().await;
+            }
+            return tokio::io::AsyncReadExt::read_buf(stream, &mut self.buf).await;
+        }
+        let stream = stream.tcp();
         loop {
             stream.readable().await?;
             while self.buf.len() == self.buf.capacity() {

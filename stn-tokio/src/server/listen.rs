@@ -49,3 +49,9 @@ pub(super) fn reset(stream: TcpStream) {
     let _ = stream.set_zero_linger();
     drop(stream);
 }
+
+/// [`reset`] for a served connection (TLS or not): no close_notify, a reset.
+pub(super) fn reset_served(stream: super::ServerStream) {
+    let _ = stream.tcp().set_zero_linger();
+    drop(stream);
+}

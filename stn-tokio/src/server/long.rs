@@ -7,10 +7,10 @@ use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use super::ServerStream;
 use bytes::{BufMut, Bytes, BytesMut};
 use stn_proto::codec::longlink::{self, Frame, HEADER_LEN, IDENTIFY_SEQ, NOOP_CMD_ID};
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 
@@ -112,7 +112,7 @@ struct Pending {
 
 /// Serves one accepted long-link connection until it closes.
 pub(super) async fn serve(
-    mut stream: TcpStream,
+    mut stream: ServerStream,
     peer: SocketAddr,
     conn: u64,
     shared: Arc<Shared>,
@@ -176,7 +176,7 @@ pub(super) async fn serve(
         End::WriteStalled => {
             bump(&shared.counters.write_timeouts);
             tracing::debug!(conn, %peer, "resetting long link: peer not reading");
-            super::listen::reset(stream);
+            super::listen::reset_served(stream);
         }
         End::Reset(wire) => {
             tracing::info!(conn, %peer, "fault: resetting long link mid-response");
@@ -190,7 +190,7 @@ pub(super) async fn serve(
 struct Connection<'a> {
     shared: &'a Shared,
     conn: u64,
-    stream: &'a mut TcpStream,
+    stream: &'a mut ServerStream,
     input: InBuf<'a>,
     /// Delayed replies held, charged to the budget.
     output: Charge<'a>,

@@ -73,6 +73,7 @@ mod listen;
 mod long;
 mod request;
 mod short;
+pub mod tls;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -91,6 +92,7 @@ use tokio::task::JoinSet;
 use admission::{Admission, RateLimitedLog, Refusal, Slot};
 use budget::Budget;
 use request::RequestLimits;
+use tls::ServerStream;
 
 /// The Mars sample's hello command id (`kSayHello2` on Android).
 pub const DEFAULT_HELLO_CMD_ID: u32 = 8;
@@ -288,6 +290,9 @@ pub struct ServerConfig {
     pub buffer_budget: usize,
     /// The fault to start with.
     pub fault: Fault,
+    /// TLS on both links (rustls; [`tls::server_config`] makes one from PEM
+    /// files, [`tls::ServerTls::new`] wraps it). `None`: plaintext.
+    pub tls: Option<tls::ServerTls>,
 }
 
 impl Default for ServerConfig {
@@ -321,6 +326,7 @@ impl Default for ServerConfig {
             max_pending_output: 2 * 1024 * 1024,
             buffer_budget: 64 * 1024 * 1024,
             fault: Fault::None,
+            tls: None,
         }
     }
 }
@@ -504,6 +510,9 @@ pub struct Stats {
     /// Connections reset because a write did not finish within
     /// [`ServerConfig::write_timeout`].
     pub write_timeouts: u64,
+    /// Connections closed because their TLS handshake failed or did not
+    /// finish within [`ServerConfig::request_timeout`] (TLS servers only).
+    pub tls_failures: u64,
     /// Bytes buffered now across all connections (read buffers, delayed
     /// replies, queued pushes, responses being written): what
     /// [`ServerConfig::buffer_budget`] bounds.
@@ -533,6 +542,7 @@ struct Counters {
     idle_closes: AtomicU64,
     deadline_closes: AtomicU64,
     write_timeouts: AtomicU64,
+    tls_failures: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -562,6 +572,7 @@ impl Counters {
             idle_closes: get(&self.idle_closes),
             deadline_closes: get(&self.deadline_closes),
             write_timeouts: get(&self.write_timeouts),
+            tls_failures: get(&self.tls_failures),
             buffered_bytes: budget.used() as u64,
             peak_buffered_bytes: budget.peak() as u64,
         }
@@ -852,16 +863,23 @@ async fn accept_loop(
                     let conn = shared.next_conn.fetch_add(1, Ordering::Relaxed);
                     listen::configure(&stream, &shared.config);
                     let (shared, stop) = (shared.clone(), stop.clone());
-                    match link {
-                        Link::Long => {
-                            bump(&shared.counters.long_connections);
-                            conns.spawn(long::serve(stream, peer, conn, shared, stop, slot));
+                    conns.spawn(async move {
+                        let config = &shared.config;
+                        let Some(stream) = tls::accept(stream, config.tls.as_ref(), config.request_timeout, conn).await else {
+                            bump(&shared.counters.tls_failures);
+                            return;
+                        };
+                        match link {
+                            Link::Long => {
+                                bump(&shared.counters.long_connections);
+                                long::serve(stream, peer, conn, shared, stop, slot).await;
+                            }
+                            Link::Short => {
+                                bump(&shared.counters.short_connections);
+                                short::serve(stream, peer, conn, shared, stop, slot).await;
+                            }
                         }
-                        Link::Short => {
-                            bump(&shared.counters.short_connections);
-                            conns.spawn(short::serve(stream, peer, conn, shared, stop, slot));
-                        }
-                    }
+                    });
                 }
                 Err(err) => {
                     // Out of descriptors and similar: back off instead of
@@ -956,7 +974,7 @@ async fn periodic_push(every: Duration, shared: Arc<Shared>, mut stop: watch::Re
 /// Closes a connection politely: FIN, then read and discard what the peer
 /// still sends (briefly and boundedly), so that unread request bytes do not
 /// turn the close into a reset that destroys the response in flight.
-async fn close_gracefully(stream: &mut TcpStream, stop: &mut watch::Receiver<bool>) {
+async fn close_gracefully(stream: &mut ServerStream, stop: &mut watch::Receiver<bool>) {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let _ = stream.shutdown().await;
     // On the heap, only now: a buffer in the future would be reserved for
@@ -981,7 +999,7 @@ async fn close_gracefully(stream: &mut TcpStream, stop: &mut watch::Receiver<boo
 /// has sent nothing for `idle`: how a connection idles after a fault that
 /// answers nothing more.
 async fn discard_until_closed(
-    stream: &mut TcpStream,
+    stream: &mut ServerStream,
     stop: &mut watch::Receiver<bool>,
     idle: Duration,
 ) {
@@ -1000,13 +1018,13 @@ async fn discard_until_closed(
 
 /// Writes the first half of `wire` (at least one byte), waits a moment so the
 /// peer receives it, then resets the connection.
-async fn reset_mid_response(mut stream: TcpStream, wire: &[u8]) {
+async fn reset_mid_response(mut stream: ServerStream, wire: &[u8]) {
     use tokio::io::AsyncWriteExt;
     let half = (wire.len() / 2).max(1).min(wire.len());
     let _ = stream.write_all(&wire[..half]).await;
     let _ = stream.flush().await;
     tokio::time::sleep(Duration::from_millis(20)).await;
-    if let Err(err) = stream.set_zero_linger() {
+    if let Err(err) = stream.tcp().set_zero_linger() {
         tracing::warn!(%err, "cannot set SO_LINGER 0; closing normally");
     }
     drop(stream);

@@ -5,9 +5,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::ServerStream;
 use bytes::{Bytes, BytesMut};
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpStream;
 use tokio::sync::watch;
 use tokio::time::Instant;
 
@@ -42,7 +42,7 @@ enum FaultEnd {
 
 /// Serves one accepted short-link connection until it closes.
 pub(super) async fn serve(
-    mut stream: TcpStream,
+    mut stream: ServerStream,
     peer: SocketAddr,
     conn: u64,
     shared: Arc<Shared>,
@@ -60,7 +60,7 @@ pub(super) async fn serve(
         Next::WriteStalled => {
             bump(&shared.counters.write_timeouts);
             tracing::debug!(conn, %peer, "resetting short link: peer not reading");
-            super::listen::reset(stream);
+            super::listen::reset_served(stream);
         }
         Next::Close => close_gracefully(&mut stream, &mut stop).await,
         Next::Fault(FaultEnd::Reset(wire)) => {
@@ -80,7 +80,7 @@ pub(super) async fn serve(
 }
 
 async fn run(
-    stream: &mut TcpStream,
+    stream: &mut ServerStream,
     conn: u64,
     shared: &Shared,
     stop: &mut watch::Receiver<bool>,
@@ -158,7 +158,7 @@ async fn run(
 }
 
 async fn respond(
-    stream: &mut TcpStream,
+    stream: &mut ServerStream,
     conn: u64,
     shared: &Shared,
     stop: &mut watch::Receiver<bool>,
@@ -233,7 +233,7 @@ async fn respond(
 }
 
 /// Writes a response, then says whether the connection stays open.
-async fn finish(stream: &mut TcpStream, shared: &Shared, wire: &[u8], keep_alive: bool) -> Next {
+async fn finish(stream: &mut ServerStream, shared: &Shared, wire: &[u8], keep_alive: bool) -> Next {
     if let Some(next) = write(stream, shared, wire).await {
         return next;
     }
@@ -246,7 +246,7 @@ async fn finish(stream: &mut TcpStream, shared: &Shared, wire: &[u8], keep_alive
 
 /// Writes all of `wire` within the write timeout, charging it to the byte
 /// budget meanwhile. `Some`: the connection cannot go on.
-async fn write(stream: &mut TcpStream, shared: &Shared, wire: &[u8]) -> Option<Next> {
+async fn write(stream: &mut ServerStream, shared: &Shared, wire: &[u8]) -> Option<Next> {
     let mut charge = Charge::new(&shared.budget);
     charge.force_add(wire.len());
     match tokio::time::timeout(shared.config.write_timeout, stream.write_all(wire)).await {

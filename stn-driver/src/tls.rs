@@ -1,0 +1,502 @@
+//! TLS on both links, shared by the adapters: the client configuration
+//! helpers (roots, pinning, ALPN, resumption), the server name each
+//! connection verifies, the handshake as a bounded phase of the connect, and
+//! the mapping of rustls errors to the engine's [`TlsFailure`].
+//!
+//! The adapters only run the handshake ([`Runtime::start_tls`](crate::Runtime::start_tls):
+//! tokio-rustls in stn-tokio, futures-rustls in stn-asyncstd); everything
+//! else is here. The crypto provider is ring, for every configuration these
+//! helpers make (see `docs/tls.md` for why).
+//!
+//! The engine sees a TLS connection as connected once its handshake is
+//! done: a handshake that fails is a failed connect attempt
+//! ([`ConnectError::tls`](stn_proto::net::ConnectError::tls)), raced like a
+//! refused connect, and one that stalls is abandoned at the handshake
+//! timeout (or the race's own attempt deadline, whichever comes first).
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::IpAddr;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::client::WebPkiServerVerifier;
+use rustls::crypto::CryptoProvider;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls::{
+    CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
+};
+use stn_proto::tls::TlsFailure;
+
+use crate::runtime::{AsyncStream, AsyncTimer, BoxFuture};
+
+pub use rustls;
+
+/// Default [`Builder::tls_handshake_timeout`](crate::Builder::tls_handshake_timeout):
+/// 5 s from the TCP connect to the end of the handshake. The race's own
+/// attempt deadline usually ends a stalled handshake sooner.
+pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What the adapter needs to run one client handshake.
+#[derive(Clone)]
+pub struct TlsStart {
+    /// The client configuration (shared by every connection of a client, so
+    /// its session cache lets a reconnect resume).
+    pub config: Arc<ClientConfig>,
+    /// The name sent in SNI and verified against the certificate.
+    pub server_name: ServerName<'static>,
+}
+
+impl fmt::Debug for TlsStart {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsStart")
+            .field("server_name", &self.server_name)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A completed client handshake: the encrypted stream and how it went.
+pub struct TlsStream {
+    /// Reads and writes plaintext; TLS underneath.
+    pub stream: Box<dyn AsyncStream>,
+    /// The handshake resumed an earlier session (TLS 1.3 PSK or a TLS 1.2
+    /// session ticket/id), skipping the certificate flight.
+    pub resumed: bool,
+}
+
+impl fmt::Debug for TlsStream {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TlsStream")
+            .field("resumed", &self.resumed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the client's TLS handshakes did, in [`Snapshot::tls`](crate::Snapshot::tls).
+/// Handshake times run from the TCP connect to the handshake's end: they are
+/// not part of any TCP connect time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TlsStats {
+    /// Handshakes that completed.
+    pub handshakes: u64,
+    /// Of those, how many resumed a session.
+    pub resumed: u64,
+    /// Handshakes that failed or timed out (abandoned ones not counted).
+    pub failed: u64,
+    /// The sum of the completed handshakes' durations.
+    pub handshake_time: Duration,
+    /// The last completed handshake's duration.
+    pub last_handshake: Option<Duration>,
+}
+
+/// Why a TLS configuration could not be made.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TlsConfigError {
+    /// The PEM text held no certificate.
+    #[error("no certificate found in the PEM data")]
+    NoCertificates,
+    /// A PEM certificate could not be decoded or added as a root.
+    #[error("bad root certificate: {0}")]
+    BadCertificate(String),
+    /// rustls refused the configuration.
+    #[error("TLS configuration refused: {0}")]
+    Rustls(String),
+}
+
+/// The crypto provider every configuration here uses: ring.
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// The Mozilla root program's CAs (the `webpki-roots` crate): the same
+/// trust on every platform, with no system files read.
+pub fn webpki_roots() -> RootCertStore {
+    RootCertStore {
+        roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
+    }
+}
+
+/// The certificates in `pem` (one or more `BEGIN CERTIFICATE` blocks) as
+/// roots: a private CA, or a test server's self-signed CA.
+///
+/// # Errors
+///
+/// [`TlsConfigError`] if a block does not decode or none is present.
+pub fn roots_from_pem(pem: &[u8]) -> Result<RootCertStore, TlsConfigError> {
+    let mut roots = RootCertStore::empty();
+    for cert in CertificateDer::pem_slice_iter(pem) {
+        let cert = cert.map_err(|e| TlsConfigError::BadCertificate(e.to_string()))?;
+        roots
+            .add(cert)
+            .map_err(|e| TlsConfigError::BadCertificate(e.to_string()))?;
+    }
+    if roots.is_empty() {
+        return Err(TlsConfigError::NoCertificates);
+    }
+    Ok(roots)
+}
+
+/// A client configuration trusting `roots`, TLS 1.3 and 1.2 with ring,
+/// rustls' in-memory session cache (256 sessions; a reconnect to a server
+/// seen before resumes) and `alpn` offered in order (empty: no ALPN).
+///
+/// # Errors
+///
+/// [`TlsConfigError::Rustls`] if rustls refuses the protocol versions.
+pub fn client_config(roots: RootCertStore, alpn: &[&[u8]]) -> Result<ClientConfig, TlsConfigError> {
+    let mut config = ClientConfig::builder_with_provider(provider())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| TlsConfigError::Rustls(e.to_string()))?
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(config)
+}
+
+/// Like [`client_config`], and the server must also present a certificate
+/// (its leaf or a CA in the chain it sends) whose SubjectPublicKeyInfo
+/// hashes (SHA-256) to one of `pins` (mobile apps' certificate pinning, as
+/// OkHttp's `CertificatePinner` does). The chain is still verified against
+/// `roots` first. A mismatch ends the handshake with
+/// [`TlsFailure::PinMismatch`].
+///
+/// # Errors
+///
+/// [`TlsConfigError`] if `pins` is empty or rustls refuses the configuration.
+pub fn pinned_config(
+    roots: RootCertStore,
+    pins: Vec<[u8; 32]>,
+    alpn: &[&[u8]],
+) -> Result<ClientConfig, TlsConfigError> {
+    if pins.is_empty() {
+        return Err(TlsConfigError::Rustls("no SPKI pins given".into()));
+    }
+    let inner = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), provider())
+        .build()
+        .map_err(|e| TlsConfigError::Rustls(e.to_string()))?;
+    let mut config = client_config(RootCertStore::empty(), alpn)?;
+    config
+        .dangerous()
+        .set_certificate_verifier(Arc::new(PinnedVerifier { inner, pins }));
+    Ok(config)
+}
+
+/// SHA-256 of a certificate's DER SubjectPublicKeyInfo: the value to pin
+/// (`openssl x509 -pubkey | openssl pkey -pubin -outform der | sha256sum`).
+///
+/// # Errors
+///
+/// [`TlsConfigError::BadCertificate`] if `cert` does not parse.
+pub fn spki_sha256(cert: &CertificateDer<'_>) -> Result<[u8; 32], TlsConfigError> {
+    let parsed = webpki::EndEntityCert::try_from(cert)
+        .map_err(|e| TlsConfigError::BadCertificate(e.to_string()))?;
+    let spki = parsed.subject_public_key_info();
+    let digest = ring::digest::digest(&ring::digest::SHA256, spki.as_ref());
+    let mut out = [0; 32];
+    out.copy_from_slice(digest.as_ref());
+    Ok(out)
+}
+
+/// WebPKI verification, then the SPKI pin check.
+#[derive(Debug)]
+struct PinnedVerifier {
+    inner: Arc<WebPkiServerVerifier>,
+    pins: Vec<[u8; 32]>,
+}
+
+impl ServerCertVerifier for PinnedVerifier {
+    fn verify_server_cert(
+        &self,
+        end_entity: &CertificateDer<'_>,
+        intermediates: &[CertificateDer<'_>],
+        server_name: &ServerName<'_>,
+        ocsp_response: &[u8],
+        now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        let verified = self.inner.verify_server_cert(
+            end_entity,
+            intermediates,
+            server_name,
+            ocsp_response,
+            now,
+        )?;
+        let pinned = std::iter::once(end_entity)
+            .chain(intermediates)
+            .filter_map(|c| spki_sha256(c).ok())
+            .any(|hash| self.pins.contains(&hash));
+        if pinned {
+            Ok(verified)
+        } else {
+            Err(rustls::Error::InvalidCertificate(
+                CertificateError::ApplicationVerificationFailure,
+            ))
+        }
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls12_signature(message, cert, dss)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        self.inner.verify_tls13_signature(message, cert, dss)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.inner.supported_verify_schemes()
+    }
+}
+
+/// The TLS side of a client: its configuration and how each connection's
+/// server name is chosen.
+#[derive(Clone)]
+pub(crate) struct ClientTls {
+    pub(crate) config: Arc<ClientConfig>,
+    /// Overrides every connection's name (`Builder::tls_server_name`).
+    pub(crate) server_name: Option<ServerName<'static>>,
+    pub(crate) handshake_timeout: Duration,
+}
+
+impl ClientTls {
+    /// The name to verify for a connection to `ip`: the configured one, else
+    /// the host name `ip` was resolved from, else the IP itself (verified
+    /// against the certificate's IP addresses).
+    pub(crate) fn name_for(
+        &self,
+        ip: IpAddr,
+        host: Option<&str>,
+    ) -> Result<ServerName<'static>, TlsFailure> {
+        if let Some(name) = &self.server_name {
+            return Ok(name.clone());
+        }
+        match host {
+            Some(host) => {
+                ServerName::try_from(host.to_owned()).map_err(|_| TlsFailure::InvalidServerName)
+            }
+            None => Ok(ServerName::IpAddress(ip.into())),
+        }
+    }
+}
+
+/// What the builder collected about TLS.
+#[derive(Default)]
+pub(crate) struct TlsOptions {
+    pub(crate) config: Option<Arc<ClientConfig>>,
+    pub(crate) server_name: Option<String>,
+    pub(crate) handshake_timeout: Option<Duration>,
+}
+
+impl TlsOptions {
+    /// The client's TLS, or none if no configuration was given (a server
+    /// name or timeout alone turns nothing on).
+    pub(crate) fn finish(self) -> Result<Option<ClientTls>, crate::BuildError> {
+        let Some(config) = self.config else {
+            return Ok(None);
+        };
+        let server_name = match self.server_name {
+            Some(name) => Some(
+                parse_server_name(&name).map_err(|_| crate::BuildError::InvalidServerName(name))?,
+            ),
+            None => None,
+        };
+        Ok(Some(ClientTls {
+            config,
+            server_name,
+            handshake_timeout: self.handshake_timeout.unwrap_or(DEFAULT_HANDSHAKE_TIMEOUT),
+        }))
+    }
+}
+
+/// Parses a server name for `Builder::tls_server_name`.
+pub(crate) fn parse_server_name(name: &str) -> Result<ServerName<'static>, TlsFailure> {
+    ServerName::try_from(name.to_owned()).map_err(|_| TlsFailure::InvalidServerName)
+}
+
+/// The TLS failure behind an I/O error from a TLS stream, if it is one
+/// (rustls errors travel inside `io::Error`s of kind `InvalidData`).
+pub fn failure_of(e: &io::Error) -> Option<TlsFailure> {
+    let inner = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+    Some(map_rustls(inner, false))
+}
+
+/// The TLS failure a failed handshake stands for.
+pub fn handshake_failure(e: &io::Error) -> TlsFailure {
+    if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+        return map_rustls(inner, true);
+    }
+    match e.kind() {
+        io::ErrorKind::UnexpectedEof
+        | io::ErrorKind::ConnectionReset
+        | io::ErrorKind::ConnectionAborted
+        | io::ErrorKind::BrokenPipe => TlsFailure::ClosedInHandshake,
+        io::ErrorKind::TimedOut => TlsFailure::HandshakeTimeout,
+        _ => TlsFailure::Protocol,
+    }
+}
+
+/// rustls' error in the engine's vocabulary. `in_handshake`: a record that
+/// is not TLS at all, before the handshake is done, means a plaintext peer.
+fn map_rustls(e: &rustls::Error, in_handshake: bool) -> TlsFailure {
+    use rustls::Error as E;
+    match e {
+        E::InvalidCertificate(cert) => match cert {
+            CertificateError::UnknownIssuer => TlsFailure::UnknownIssuer,
+            CertificateError::NotValidForName | CertificateError::NotValidForNameContext { .. } => {
+                TlsFailure::NameMismatch
+            }
+            CertificateError::Expired
+            | CertificateError::ExpiredContext { .. }
+            | CertificateError::NotValidYet
+            | CertificateError::NotValidYetContext { .. } => TlsFailure::Expired,
+            CertificateError::ApplicationVerificationFailure => TlsFailure::PinMismatch,
+            _ => TlsFailure::BadCertificate,
+        },
+        E::NoCertificatesPresented | E::UnsupportedNameType => TlsFailure::BadCertificate,
+        E::AlertReceived(alert) => TlsFailure::Alert(u8::from(*alert)),
+        E::InvalidMessage(_) if in_handshake => TlsFailure::NotTls,
+        E::PeerIncompatible(_) | E::NoApplicationProtocol => TlsFailure::Negotiation,
+        _ => TlsFailure::Protocol,
+    }
+}
+
+/// A handshake bounded by a timer: fails with `TimedOut` at the deadline.
+pub(crate) struct Handshake {
+    future: BoxFuture<io::Result<TlsStream>>,
+    timer: Pin<Box<dyn AsyncTimer>>,
+    /// When the TCP connect completed (the handshake's start).
+    pub(crate) started: Instant,
+}
+
+impl Handshake {
+    pub(crate) fn new(
+        future: BoxFuture<io::Result<TlsStream>>,
+        timer: Pin<Box<dyn AsyncTimer>>,
+        started: Instant,
+    ) -> Self {
+        Handshake {
+            future,
+            timer,
+            started,
+        }
+    }
+}
+
+impl Future for Handshake {
+    type Output = io::Result<TlsStream>;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        if let Poll::Ready(done) = self.future.as_mut().poll(cx) {
+            return Poll::Ready(done);
+        }
+        match self.timer.as_mut().poll(cx) {
+            Poll::Ready(()) => Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "TLS handshake timed out",
+            ))),
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn io_err(e: rustls::Error) -> io::Error {
+        io::Error::new(io::ErrorKind::InvalidData, e)
+    }
+
+    #[test]
+    fn certificate_errors_name_their_cause() {
+        let cases = [
+            (CertificateError::UnknownIssuer, TlsFailure::UnknownIssuer),
+            (CertificateError::NotValidForName, TlsFailure::NameMismatch),
+            (CertificateError::Expired, TlsFailure::Expired),
+            (CertificateError::NotValidYet, TlsFailure::Expired),
+            (
+                CertificateError::ApplicationVerificationFailure,
+                TlsFailure::PinMismatch,
+            ),
+            (CertificateError::BadSignature, TlsFailure::BadCertificate),
+        ];
+        for (cert, want) in cases {
+            let e = io_err(rustls::Error::InvalidCertificate(cert));
+            assert_eq!(handshake_failure(&e), want);
+            assert_eq!(failure_of(&e), Some(want));
+        }
+    }
+
+    #[test]
+    fn plaintext_eof_alerts_and_timeouts_map() {
+        let junk = io_err(rustls::Error::InvalidMessage(
+            rustls::InvalidMessage::InvalidContentType,
+        ));
+        assert_eq!(handshake_failure(&junk), TlsFailure::NotTls);
+        assert_eq!(failure_of(&junk), Some(TlsFailure::Protocol));
+        let alert = io_err(rustls::Error::AlertReceived(
+            rustls::AlertDescription::HandshakeFailure,
+        ));
+        assert_eq!(handshake_failure(&alert), TlsFailure::Alert(40));
+        let eof = io::Error::from(io::ErrorKind::UnexpectedEof);
+        assert_eq!(handshake_failure(&eof), TlsFailure::ClosedInHandshake);
+        assert_eq!(failure_of(&eof), None);
+        let slow = io::Error::from(io::ErrorKind::TimedOut);
+        assert_eq!(handshake_failure(&slow), TlsFailure::HandshakeTimeout);
+    }
+
+    #[test]
+    fn pem_roots_load_and_garbage_is_refused() {
+        assert_eq!(
+            roots_from_pem(b"no pem here").err(),
+            Some(TlsConfigError::NoCertificates)
+        );
+        let bad = b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n";
+        assert!(matches!(
+            roots_from_pem(bad),
+            Err(TlsConfigError::BadCertificate(_))
+        ));
+        assert!(!webpki_roots().is_empty());
+    }
+
+    #[test]
+    fn server_names_come_from_the_override_the_host_or_the_ip() {
+        let config = Arc::new(
+            client_config(webpki_roots(), &[b"http/1.1"]).unwrap_or_else(|e| panic!("{e}")),
+        );
+        let ip: IpAddr = [127, 0, 0, 1].into();
+        let mut tls = ClientTls {
+            config,
+            server_name: None,
+            handshake_timeout: DEFAULT_HANDSHAKE_TIMEOUT,
+        };
+        assert_eq!(tls.name_for(ip, None), Ok(ServerName::IpAddress(ip.into())));
+        assert_eq!(
+            tls.name_for(ip, Some("example.com")),
+            Ok(ServerName::try_from("example.com").unwrap_or_else(|e| panic!("{e}")))
+        );
+        assert_eq!(
+            tls.name_for(ip, Some("bad name!")),
+            Err(TlsFailure::InvalidServerName)
+        );
+        tls.server_name = Some(parse_server_name("stn.test").unwrap_or_else(|e| panic!("{e}")));
+        assert_eq!(
+            tls.name_for(ip, Some("example.com")),
+            Ok(ServerName::try_from("stn.test").unwrap_or_else(|e| panic!("{e}")))
+        );
+    }
+}

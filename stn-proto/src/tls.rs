@@ -1,0 +1,228 @@
+//! Why a TLS handshake or a TLS-protected exchange failed, in the engine's
+//! vocabulary.
+//!
+//! The engine does not run TLS: the adapter does the handshake after the TCP
+//! connect and reports the connection connected only once it completes. A
+//! failed handshake is a failed connect attempt, reported as
+//! [`ConnectError::tls`]; a TLS failure on an open connection (a fatal alert,
+//! a corrupt record) closes it with [`CloseReason::tls`]. Both travel in the
+//! existing OS-error-code slots ([`ConnectError::Other`],
+//! [`CloseReason::Error`]) with codes no OS uses (negative, from
+//! [`TlsFailure::CODE_BASE`]), so every machine and the simulator treat them
+//! as the failures they already handle, and [`ConnectError::tls_failure`] /
+//! [`CloseReason::tls_failure`] / [`SocketError::Tls`](crate::error::SocketError::Tls)
+//! give the typed cause back.
+
+use crate::io::CloseReason;
+use crate::net::ConnectError;
+
+/// What went wrong in TLS.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum TlsFailure {
+    /// The server's certificate chain does not lead to a trusted root (wrong
+    /// CA, self-signed certificate not in the roots).
+    UnknownIssuer,
+    /// The certificate is not valid for the server name the client asked for.
+    NameMismatch,
+    /// The certificate has expired (or is not yet valid).
+    Expired,
+    /// The certificate's public key matches none of the pinned SPKI hashes.
+    PinMismatch,
+    /// The certificate was rejected for another reason (bad signature,
+    /// revoked, unsupported, malformed, wrong usage).
+    BadCertificate,
+    /// The peer does not speak TLS (a plaintext server answered the
+    /// ClientHello with bytes that are not a TLS record).
+    NotTls,
+    /// The peer closed the connection during the handshake (plaintext
+    /// servers that give up on a ClientHello do this).
+    ClosedInHandshake,
+    /// The handshake did not complete within the handshake timeout.
+    HandshakeTimeout,
+    /// The peer sent a fatal TLS alert, with its alert code (RFC 8446 §6).
+    Alert(u8),
+    /// No common protocol version, cipher suite or ALPN protocol.
+    Negotiation,
+    /// The configured server name is not a valid DNS name or IP address.
+    InvalidServerName,
+    /// Another TLS protocol error (corrupt or unexpected record, decrypt
+    /// failure).
+    Protocol,
+}
+
+impl TlsFailure {
+    /// The first of the codes TLS failures use in [`ConnectError::Other`] and
+    /// [`CloseReason::Error`] (negative: no OS error code is).
+    pub const CODE_BASE: i32 = -0x7_0000;
+
+    /// Its code in the OS-error slots.
+    pub const fn code(self) -> i32 {
+        let offset = match self {
+            TlsFailure::UnknownIssuer => 1,
+            TlsFailure::NameMismatch => 2,
+            TlsFailure::Expired => 3,
+            TlsFailure::PinMismatch => 4,
+            TlsFailure::BadCertificate => 5,
+            TlsFailure::NotTls => 6,
+            TlsFailure::ClosedInHandshake => 7,
+            TlsFailure::HandshakeTimeout => 8,
+            TlsFailure::Negotiation => 9,
+            TlsFailure::InvalidServerName => 10,
+            TlsFailure::Protocol => 11,
+            TlsFailure::Alert(code) => 0x100 + code as i32,
+        };
+        Self::CODE_BASE - offset
+    }
+
+    /// The failure a code stands for, if it is one of [`TlsFailure::code`]'s.
+    pub const fn from_code(code: i32) -> Option<TlsFailure> {
+        if code >= Self::CODE_BASE {
+            return None;
+        }
+        let offset = Self::CODE_BASE - code;
+        Some(match offset {
+            1 => TlsFailure::UnknownIssuer,
+            2 => TlsFailure::NameMismatch,
+            3 => TlsFailure::Expired,
+            4 => TlsFailure::PinMismatch,
+            5 => TlsFailure::BadCertificate,
+            6 => TlsFailure::NotTls,
+            7 => TlsFailure::ClosedInHandshake,
+            8 => TlsFailure::HandshakeTimeout,
+            9 => TlsFailure::Negotiation,
+            10 => TlsFailure::InvalidServerName,
+            11 => TlsFailure::Protocol,
+            0x100..=0x1ff => TlsFailure::Alert((offset - 0x100) as u8),
+            _ => return None,
+        })
+    }
+
+    /// True if the server (not the client's configuration or the network)
+    /// is to blame: its certificate, its protocol. Every failure is still
+    /// a failed attempt against that endpoint.
+    pub const fn is_certificate(self) -> bool {
+        matches!(
+            self,
+            TlsFailure::UnknownIssuer
+                | TlsFailure::NameMismatch
+                | TlsFailure::Expired
+                | TlsFailure::PinMismatch
+                | TlsFailure::BadCertificate
+        )
+    }
+}
+
+impl core::fmt::Display for TlsFailure {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            TlsFailure::UnknownIssuer => {
+                f.write_str("the server's certificate is not signed by a trusted CA")
+            }
+            TlsFailure::NameMismatch => {
+                f.write_str("the server's certificate is not valid for the server name")
+            }
+            TlsFailure::Expired => f.write_str("the server's certificate has expired"),
+            TlsFailure::PinMismatch => {
+                f.write_str("the server's public key matches no pinned SPKI hash")
+            }
+            TlsFailure::BadCertificate => f.write_str("the server's certificate is invalid"),
+            TlsFailure::NotTls => f.write_str("the server does not speak TLS (plaintext reply)"),
+            TlsFailure::ClosedInHandshake => {
+                f.write_str("the server closed the connection during the TLS handshake")
+            }
+            TlsFailure::HandshakeTimeout => f.write_str("the TLS handshake timed out"),
+            TlsFailure::Alert(code) => write!(f, "the server sent TLS alert {code}"),
+            TlsFailure::Negotiation => {
+                f.write_str("no common TLS version, cipher suite or ALPN protocol")
+            }
+            TlsFailure::InvalidServerName => f.write_str("the TLS server name is invalid"),
+            TlsFailure::Protocol => f.write_str("TLS protocol error"),
+        }
+    }
+}
+
+impl ConnectError {
+    /// A connect attempt whose TCP connect succeeded but whose TLS handshake
+    /// failed.
+    pub const fn tls(failure: TlsFailure) -> ConnectError {
+        ConnectError::Other(failure.code())
+    }
+
+    /// The TLS failure this is, if it is one ([`ConnectError::tls`]).
+    pub const fn tls_failure(&self) -> Option<TlsFailure> {
+        match self {
+            ConnectError::Other(code) => TlsFailure::from_code(*code),
+            _ => None,
+        }
+    }
+}
+
+impl CloseReason {
+    /// An open connection ended by a TLS failure.
+    pub const fn tls(failure: TlsFailure) -> CloseReason {
+        CloseReason::Error(failure.code())
+    }
+
+    /// The TLS failure this is, if it is one ([`CloseReason::tls`]).
+    pub const fn tls_failure(&self) -> Option<TlsFailure> {
+        match self {
+            CloseReason::Error(code) => TlsFailure::from_code(*code),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_failure_round_trips_through_its_code() {
+        let mut all = vec![
+            TlsFailure::UnknownIssuer,
+            TlsFailure::NameMismatch,
+            TlsFailure::Expired,
+            TlsFailure::PinMismatch,
+            TlsFailure::BadCertificate,
+            TlsFailure::NotTls,
+            TlsFailure::ClosedInHandshake,
+            TlsFailure::HandshakeTimeout,
+            TlsFailure::Negotiation,
+            TlsFailure::InvalidServerName,
+            TlsFailure::Protocol,
+        ];
+        all.extend((0..=255).map(TlsFailure::Alert));
+        for f in all {
+            assert_eq!(TlsFailure::from_code(f.code()), Some(f), "{f:?}");
+            assert_eq!(ConnectError::tls(f).tls_failure(), Some(f));
+            assert_eq!(CloseReason::tls(f).tls_failure(), Some(f));
+        }
+    }
+
+    #[test]
+    fn os_codes_are_not_tls_failures() {
+        for code in [-1, 0, 1, 104, 111, i32::MAX, TlsFailure::CODE_BASE] {
+            assert_eq!(TlsFailure::from_code(code), None, "{code}");
+        }
+        assert_eq!(TlsFailure::from_code(TlsFailure::CODE_BASE - 0x200), None);
+        assert_eq!(TlsFailure::from_code(i32::MIN), None);
+        assert_eq!(ConnectError::Refused.tls_failure(), None);
+        assert_eq!(CloseReason::Eof.tls_failure(), None);
+    }
+
+    #[test]
+    fn errors_name_the_tls_cause() {
+        let e = ConnectError::tls(TlsFailure::UnknownIssuer);
+        assert_eq!(
+            e.to_string(),
+            "TLS handshake failed: the server's certificate is not signed by a trusted CA"
+        );
+        let c = CloseReason::tls(TlsFailure::Alert(80));
+        assert_eq!(c.to_string(), "TLS failed: the server sent TLS alert 80");
+        assert_eq!(
+            ConnectError::Other(5).to_string(),
+            "connect failed (os error 5)"
+        );
+    }
+}
