@@ -16,7 +16,7 @@
 //! [`Engine::poll_output`] until it returns `None`, then read
 //! [`Engine::poll_timeout`] and call `handle_timeout` no later than that.**
 //!
-//! What it does (reference/mars-stn.md; the section numbers are there):
+//! What it does (docs/mars-stn.md; the section numbers are there):
 //!
 //! - **Queue** (§2.1): tasks wait in priority order (0 first), FIFO within a
 //!   priority. Many short-link attempts run in parallel (one connection each);

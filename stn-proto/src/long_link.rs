@@ -1,6 +1,6 @@
 //! The long link: one persistent TCP connection carrying pipelined tasks,
 //! server pushes and a heartbeat (Mars `LongLink` + `LongLinkTaskManager` +
-//! `LongLinkConnectMonitor`; reference/mars-stn.md §5, §2.3, §8).
+//! `LongLinkConnectMonitor`; docs/mars-stn.md §5, §2.3, §8).
 //!
 //! [`LongLink`] is a sans-IO machine. It
 //! - connects by racing the candidates the engine gives it ([`Race`]), each

@@ -9,7 +9,7 @@
 //! ([`Race::handle_connected`], [`Race::handle_failed`]) and wakes the machine at
 //! [`Race::poll_timeout`] through [`Race::handle_timeout`].
 //!
-//! # Rules (Mars `complexconnect.cc`, reference/mars-stn.md §3)
+//! # Rules (Mars `complexconnect.cc`, docs/mars-stn.md §3)
 //!
 //! 1. The first attempt starts at once.
 //! 2. The next attempt starts when `now − last_start ≥ stagger` (or
@@ -57,7 +57,7 @@
 //!   refusal or an unreachable route is definite news, so waiting out the
 //!   stagger only adds latency (RFC 8305 §5 does the same).
 //! - **Abandon and refresh** ([`AbandonPolicy`]): Linux before 6.5 retransmits
-//!   a lost SYN after 1 s, then 3 s, 7 s, … (reference/peers.md §3.1), so under
+//!   a lost SYN after 1 s, then 3 s, 7 s, … (docs/peers.md §3.1), so under
 //!   loss an attempt whose first two SYNs were lost sits idle until 3 s. An
 //!   attempt not connected after `max(3·rtt, 1 s + rtt + 100 ms)` (1.6 s when no
 //!   RTT is known, assuming 500 ms) is cancelled and reported

@@ -1,5 +1,5 @@
 //! The short-link exchange: one attempt of one task over fresh TCP
-//! connection(s), Mars's `ShortLink` (reference/mars-stn.md §6).
+//! connection(s), Mars's `ShortLink` (docs/mars-stn.md §6).
 //!
 //! A [`ShortLinkExchange`] races the candidate addresses ([`crate::race`]),
 //! sends the Mars HTTP `POST` ([`crate::codec::http::encode_request`]) on the

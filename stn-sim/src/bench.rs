@@ -1,4 +1,4 @@
-//! The benchmark of `reference/stn-benchmark.md`, reproduced in the
+//! The benchmark of `docs/stn-benchmark.md`, reproduced in the
 //! simulator: suites, the stn engine as a simulated client, and the records
 //! every run produces.
 //!

@@ -7,7 +7,7 @@
 //! stn-sim trace [--seed N] [--scenario SCENARIO.toml | --matrix-cell KEY [--quick]] [--client NAME] [--run N]
 //! ```
 //!
-//! - `bench` runs the benchmark suites of `reference/stn-benchmark.md`
+//! - `bench` runs the benchmark suites of `docs/stn-benchmark.md`
 //!   (all of them unless `--suite` picks some), prints the published-style
 //!   Markdown tables on stdout, writes `report.md`, `report.json` and SVG
 //!   charts into `--out` (default `target/stn-bench/`), and ends with the

@@ -40,7 +40,7 @@ pub fn report_markdown(report: &Report, command: &str) -> String {
     out.push_str(&format!("- runs: {}\n\n", report.runs.len()));
     out.push_str(
         "Times are seconds of virtual (simulated) time. The same command gives the same \
-         numbers, bit for bit. Reference: `reference/stn-benchmark.md`.\n\n",
+         numbers, bit for bit. Reference: `docs/stn-benchmark.md`.\n\n",
     );
     out.push_str(&table::all_tables(&report.runs));
     out.push_str(&fidelity_section(&report.runs));

@@ -580,7 +580,7 @@ fn black_holed_lifetimes(mut race: Race) -> Vec<(Instant, Instant)> {
         .collect()
 }
 
-/// SYN send offsets of the OS schedules (reference/peers.md §3.1), in s.
+/// SYN send offsets of the OS schedules (docs/peers.md §3.1), in s.
 const XNU_SYNS: &[u64] = &[0, 1, 2, 3, 4, 5, 7, 11, 19, 35, 67];
 const LINUX_CLASSIC_SYNS: &[u64] = &[0, 1, 3, 7, 15, 31, 63];
 

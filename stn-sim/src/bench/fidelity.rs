@@ -1,5 +1,5 @@
 //! Fidelity (issue point 6): the published sensitivity rows
-//! (reference/stn-benchmark.md) against what the `mars_2017` profile and the
+//! (docs/stn-benchmark.md) against what the `mars_2017` profile and the
 //! peer models give in the simulator.
 //!
 //! **Why a fitted scenario.** Taken literally (network back at exactly R s,

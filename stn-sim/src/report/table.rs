@@ -1,5 +1,5 @@
 //! Markdown tables in the shape of the published benchmark
-//! (`reference/stn-benchmark.md`), with stn's columns added.
+//! (`docs/stn-benchmark.md`), with stn's columns added.
 //!
 //! Which shape a suite gets is decided by its name:
 //! - `sensitivity` ([`sensitivity_tables`]): rows are outage lengths R; one
