@@ -222,13 +222,16 @@ impl RequestParser {
             }
         }
         self.scanned = window.len();
+        // No end yet: refuse at once what can never become a request (a
+        // long-link frame, TLS, garbage), so such a peer gets its 400 now
+        // rather than after the request timeout. Before the size check, so
+        // the verdict does not depend on how the bytes were split into
+        // reads: a prefix that cannot start a request is refused as
+        // malformed whether it arrives alone or inside a head's worth.
+        reject_early(window, &self.limits)?;
         if buf.len() >= limit {
             return Err(RequestError::HeadTooLarge(limit));
         }
-        // No end yet: refuse at once what can never become a request (a
-        // long-link frame, TLS, garbage), so such a peer gets its 400 now
-        // rather than after the request timeout.
-        reject_early(window, &self.limits)?;
         Ok(None)
     }
 }
