@@ -8,7 +8,7 @@
 //! ```
 #![allow(clippy::print_stdout)] // an example prints
 
-use stn_asyncstd::proto::task::{Channel, Task};
+use stn_asyncstd::proto::{Channel, Task};
 use stn_asyncstd::Client;
 use stn_tokio::server::{Server, ServerConfig};
 

@@ -74,7 +74,7 @@ mod tests {
     use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
     use std::time::Duration;
 
-    use stn_driver::proto::net::ConnectError;
+    use stn_driver::proto::ConnectError;
     use stn_driver::{connect_error, Runtime};
 
     use super::*;

@@ -22,7 +22,7 @@
 //!
 //! ```
 //! use stn_asyncstd::Client;
-//! use stn_asyncstd::proto::task::{Channel, Task};
+//! use stn_asyncstd::proto::{Channel, Task};
 //!
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # // The reference server is tokio's: it gets a runtime of its own.
@@ -53,7 +53,7 @@
 //! # #[cfg(feature = "smol")]
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! use stn_asyncstd::SmolClient;
-//! use stn_asyncstd::proto::task::{Channel, Task};
+//! use stn_asyncstd::proto::{Channel, Task};
 //!
 //! smol::block_on(async {
 //!     let client = SmolClient::builder()

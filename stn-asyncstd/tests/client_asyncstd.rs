@@ -29,7 +29,7 @@ mod smol {
     use std::sync::Arc;
     use std::time::Duration;
 
-    use stn_asyncstd::proto::task::{Channel, Task};
+    use stn_asyncstd::proto::{Channel, Task};
     use stn_asyncstd::{Error, SmolClientBuilder, SmolRuntime};
     use stn_tokio::server::ServerConfig;
 

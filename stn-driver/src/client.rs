@@ -9,12 +9,12 @@ use std::sync::Arc;
 use async_channel::Sender;
 use bytes::Bytes;
 use futures_channel::oneshot;
-use stn_proto::engine::{Config, Engine, JudgeRequest, LongLinkEndpoints, Verdict};
-use stn_proto::error::Response;
-use stn_proto::long_link::IdentifyDecision;
-use stn_proto::net::NetworkKind;
-use stn_proto::task::Task;
+use stn_proto::IdentifyDecision;
+use stn_proto::NetworkKind;
 use stn_proto::Profile;
+use stn_proto::Response;
+use stn_proto::Task;
+use stn_proto::{config::LongLinkEndpoints, Config, Engine, JudgeRequest, Verdict};
 
 use crate::clock::Clock;
 use crate::driver::{Command, Control, Driver, DriverParts, Judge};
@@ -250,7 +250,7 @@ impl<R: Runtime> Builder<R> {
     }
 
     /// Most tasks the engine holds at once (more are refused with
-    /// [`SubmitError::QueueFull`](stn_proto::engine::SubmitError::QueueFull)).
+    /// [`SubmitError::QueueFull`](stn_proto::SubmitError::QueueFull)).
     #[must_use]
     pub fn max_queued_tasks(self, n: usize) -> Self {
         self.configure(move |c| c.max_queued_tasks = n)
@@ -280,7 +280,7 @@ impl<R: Runtime> Builder<R> {
     ///
     /// ```no_run
     /// # fn demo<R: stn_driver::Runtime>(b: stn_driver::Builder<R>) -> stn_driver::Builder<R> {
-    /// use stn_proto::engine::Verdict;
+    /// use stn_proto::Verdict;
     /// b.judge(|req| {
     ///     if req.response.body.starts_with(b"SESSION_EXPIRED") {
     ///         Verdict::SessionTimeout
@@ -375,7 +375,7 @@ impl<R: Runtime> Builder<R> {
     }
 
     /// Longest a TLS handshake may take after its TCP connect before the
-    /// attempt fails with [`TlsFailure::HandshakeTimeout`](stn_proto::tls::TlsFailure::HandshakeTimeout)
+    /// attempt fails with [`TlsFailure::HandshakeTimeout`](stn_proto::TlsFailure::HandshakeTimeout)
     /// (default [`DEFAULT_HANDSHAKE_TIMEOUT`](crate::tls::DEFAULT_HANDSHAKE_TIMEOUT);
     /// the race's attempt deadline may end it first).
     #[must_use]
@@ -491,7 +491,7 @@ struct Shared {
 ///
 /// ```no_run
 /// use stn_driver::{Client, Error, Runtime};
-/// use stn_driver::proto::task::{Channel, Task};
+/// use stn_driver::proto::{Channel, Task};
 ///
 /// async fn hello<R: Runtime + Default>() -> Result<(), Box<dyn std::error::Error>> {
 ///     let client = Client::<R>::builder()
@@ -641,7 +641,7 @@ impl<R> Client<R> {
     }
 
     /// Whether the app's session is authenticated (Mars `MakesureAuthed`).
-    /// Tasks with [`Task::need_authed`](stn_proto::task::Task::need_authed)
+    /// Tasks with [`Task::need_authed`](stn_proto::Task::need_authed)
     /// wait until it is; a [`Verdict::SessionTimeout`] from the
     /// [judge](Builder::judge) sets it back to `false`. Starts `false`.
     pub fn set_authed(&self, authed: bool) {
@@ -721,7 +721,7 @@ mod tests {
             .profile(Profile::Mars)
             .seed(9)
             .max_queued_tasks(5)
-            .configure(|c| c.retry_interval = stn_proto::time::Duration::from_secs(3));
+            .configure(|c| c.retry_interval = stn_proto::Duration::from_secs(3));
         let c = b.engine_config().unwrap();
         assert_eq!(c.profile, Profile::Mars);
         assert_eq!(c.seed, 9);
@@ -732,7 +732,7 @@ mod tests {
         assert_eq!(long.ports, vec![8080, 443]);
         assert_eq!(long.ips, vec![ip]);
         assert_eq!(c.max_queued_tasks, 5);
-        assert_eq!(c.retry_interval, stn_proto::time::Duration::from_secs(3));
+        assert_eq!(c.retry_interval, stn_proto::Duration::from_secs(3));
     }
 
     #[test]

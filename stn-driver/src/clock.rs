@@ -1,8 +1,8 @@
-//! Converting between `std::time::Instant` and [`stn_proto::time::Instant`].
+//! Converting between `std::time::Instant` and [`stn_proto::Instant`].
 
 use std::time::Instant as StdInstant;
 
-use stn_proto::time::Instant;
+use stn_proto::Instant;
 
 /// A fixed origin: the engine's time is nanoseconds since it.
 #[derive(Clone, Copy, Debug)]

@@ -7,7 +7,7 @@
 //! caller hands to the engine at once. No task per connection, no channel
 //! between the engine and its sockets, and no buffer per connection: an idle
 //! or connecting socket holds no read buffer at all. Dropping a `Conn`
-//! ([`IoAction::Close`](stn_proto::io::IoAction::Close)) closes the socket at
+//! ([`IoAction::Close`](stn_proto::IoAction::Close)) closes the socket at
 //! once, even mid-connect.
 //!
 //! With TLS the connect has two phases: the TCP connect, then the handshake
@@ -23,8 +23,8 @@ use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use bytes::{Bytes, BytesMut};
-use stn_proto::io::CloseReason;
-use stn_proto::net::ConnectError;
+use stn_proto::CloseReason;
+use stn_proto::ConnectError;
 
 use crate::ready::TokenWaker;
 use crate::runtime::{AsyncStream, BoxFuture, Runtime};
@@ -93,7 +93,7 @@ enum State {
 pub(crate) struct TlsPlan {
     pub(crate) rt: Arc<dyn Runtime>,
     /// The handshake's parameters, or why there can be none (a bad name).
-    pub(crate) start: Result<TlsStart, stn_proto::tls::TlsFailure>,
+    pub(crate) start: Result<TlsStart, stn_proto::TlsFailure>,
     pub(crate) timeout: Duration,
 }
 

@@ -29,12 +29,12 @@ use async_channel::Receiver;
 use bytes::Bytes;
 use futures_channel::oneshot;
 use futures_core::Stream;
-use stn_proto::engine::{Engine, Event, Input, JudgeRequest, LinkStatus, Output, Report, Verdict};
-use stn_proto::error::Error as ProtoError;
-use stn_proto::io::{ConnEvent, ConnId, IoAction};
-use stn_proto::long_link::IdentifyDecision;
-use stn_proto::net::NetworkKind;
-use stn_proto::task::{Task, TaskId};
+use stn_proto::Error as ProtoError;
+use stn_proto::IdentifyDecision;
+use stn_proto::NetworkKind;
+use stn_proto::{ConnEvent, ConnId, IoAction};
+use stn_proto::{Engine, Event, Input, JudgeRequest, LinkStatus, Output, Report, Verdict};
+use stn_proto::{Task, TaskId};
 
 use crate::clock::Clock;
 use crate::conn::{Conn, Step, TlsPlan, READ_CHUNK};
@@ -192,7 +192,7 @@ impl Driver {
         }
     }
 
-    fn now(&self) -> stn_proto::time::Instant {
+    fn now(&self) -> stn_proto::Instant {
         self.clock.to_proto(self.rt.now())
     }
 
@@ -484,7 +484,7 @@ impl Driver {
         self.drain();
     }
 
-    fn snapshot(&self, now: stn_proto::time::Instant) -> Snapshot {
+    fn snapshot(&self, now: stn_proto::Instant) -> Snapshot {
         let history = self.engine.endpoint_history();
         Snapshot {
             engine_tasks: self.engine.task_count(),

@@ -1,6 +1,6 @@
 //! The error a [`Client::send`](crate::Client::send) ends with.
 
-use stn_proto::engine::SubmitError;
+use stn_proto::SubmitError;
 
 /// Why a task did not get a response.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -10,7 +10,7 @@ pub enum Error {
     /// families: local, dial, socket, timeout, HTTP status, protocol, decode,
     /// rejected by a limit, cancelled).
     #[error(transparent)]
-    Task(stn_proto::error::Error),
+    Task(stn_proto::Error),
     /// The engine refused the task before it got an id (invalid task, no
     /// long link configured, queue full).
     #[error("task refused: {0}")]
@@ -22,7 +22,7 @@ pub enum Error {
 
 impl Error {
     /// The engine's error, if the task ran and failed.
-    pub fn task_error(&self) -> Option<&stn_proto::error::Error> {
+    pub fn task_error(&self) -> Option<&stn_proto::Error> {
         match self {
             Error::Task(e) => Some(e),
             _ => None,
@@ -30,10 +30,10 @@ impl Error {
     }
 }
 
-impl From<stn_proto::error::Error> for Error {
-    fn from(e: stn_proto::error::Error) -> Self {
+impl From<stn_proto::Error> for Error {
+    fn from(e: stn_proto::Error) -> Self {
         match e {
-            stn_proto::error::Error::Shutdown => Error::Shutdown,
+            stn_proto::Error::Shutdown => Error::Shutdown,
             other => Error::Task(other),
         }
     }
@@ -51,7 +51,7 @@ impl From<SubmitError> for Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stn_proto::error::{Error as ProtoError, TimeoutKind};
+    use stn_proto::{Error as ProtoError, TimeoutKind};
 
     #[test]
     fn shutdowns_fold_into_one_variant() {

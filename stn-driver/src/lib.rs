@@ -1,12 +1,12 @@
 //! The runtime-agnostic driver shared by stn's adapters (`stn-tokio`,
 //! `stn-asyncstd`).
 //!
-//! [`stn_proto`]'s [`Engine`](stn_proto::engine::Engine) decides everything;
+//! [`stn_proto`]'s [`Engine`](stn_proto::Engine) decides everything;
 //! this crate runs it. One driver task owns the engine and applies its drain
 //! rule after every command, input and timeout: drain
-//! [`poll_output`](stn_proto::engine::Engine::poll_output), execute each
+//! [`poll_output`](stn_proto::Engine::poll_output), execute each
 //! output, then arm a timer at
-//! [`poll_timeout`](stn_proto::engine::Engine::poll_timeout). The driver
+//! [`poll_timeout`](stn_proto::Engine::poll_timeout). The driver
 //! polls its sockets and DNS lookups itself (only those whose wakers fired):
 //! a request crosses one queue in (submission) and one oneshot out (its
 //! reply), with no task or channel per connection; reads go through one
@@ -15,7 +15,7 @@
 //! is the small [`Runtime`] trait: spawn, a timer, a TCP connect, a DNS lookup.
 //!
 //! The user-facing API is [`Client`]: [`send`](Client::send) a task and await
-//! its [`Response`](stn_proto::error::Response); a stream of server
+//! its [`Response`](stn_proto::Response); a stream of server
 //! [`pushes`](Client::pushes); an optional response [`judge`](Builder::judge)
 //! (Mars `Buf2Resp`); network, foreground and authentication hints;
 //! [`shutdown`](Client::shutdown). Every `send` resolves exactly once: with
@@ -39,7 +39,7 @@
 //!
 //! ```no_run
 //! use stn_driver::{Client, Runtime};
-//! use stn_driver::proto::task::{Channel, Task};
+//! use stn_driver::proto::{Channel, Task};
 //!
 //! async fn hello<R: Runtime + Default>() -> Result<(), Box<dyn std::error::Error>> {
 //!     let client = Client::<R>::builder()
@@ -57,7 +57,7 @@
 //! client). WARN when a task fails (with its error) or pushes are dropped;
 //! INFO when the long link goes up (with its address) or down; DEBUG for a
 //! `stn_task` span per task (id, cmd id, CGI, channel) with an event per
-//! attempt (from the engine's [`Report`](stn_proto::engine::Report): channel,
+//! attempt (from the engine's [`Report`](stn_proto::Report): channel,
 //! endpoint, `duration` as a `Duration`, connect attempts, bytes) and one
 //! when it ends, and for connects, closes and resolves.
 #![forbid(unsafe_code)]

@@ -3,9 +3,9 @@
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use stn_proto::engine::LinkStatus;
-use stn_proto::error::Response;
-use stn_proto::task::TaskId;
+use stn_proto::LinkStatus;
+use stn_proto::Response;
+use stn_proto::TaskId;
 
 use crate::error::Error;
 

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Wake, Waker};
 
 use atomic_waker::AtomicWaker;
-use stn_proto::io::ConnId;
+use stn_proto::ConnId;
 
 /// What a wake-up is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]

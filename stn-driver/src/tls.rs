@@ -10,7 +10,7 @@
 //!
 //! The engine sees a TLS connection as connected once its handshake is
 //! done: a handshake that fails is a failed connect attempt
-//! ([`ConnectError::tls`](stn_proto::net::ConnectError::tls)), raced like a
+//! ([`ConnectError::tls`](stn_proto::ConnectError::tls)), raced like a
 //! refused connect, and one that stalls is abandoned at the handshake
 //! timeout (or the race's own attempt deadline, whichever comes first).
 
@@ -31,7 +31,7 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
-use stn_proto::tls::TlsFailure;
+use stn_proto::TlsFailure;
 
 use crate::runtime::{AsyncStream, AsyncTimer, BoxFuture};
 

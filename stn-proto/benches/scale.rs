@@ -20,12 +20,12 @@ use std::time::Instant as WallClock;
 
 use bytes::Bytes;
 use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
-use stn_proto::engine::{Config, Engine, Event, Input, Output};
-use stn_proto::io::{ConnEvent, ConnId, IoAction};
-use stn_proto::long_link::IdentifyDecision;
-use stn_proto::task::{Channel, Task};
-use stn_proto::time::Instant;
+use stn_proto::IdentifyDecision;
+use stn_proto::Instant;
 use stn_proto::Profile;
+use stn_proto::{Channel, Task};
+use stn_proto::{Config, Engine, Event, Input, Output};
+use stn_proto::{ConnEvent, ConnId, IoAction};
 
 /// Counts live heap bytes (the system allocator does the work).
 struct Counting;

@@ -27,9 +27,9 @@
 //! # Example
 //!
 //! ```
-//! use stn_proto::ban::{BanConfig, EndpointHistory};
-//! use stn_proto::rng::Rng;
-//! use stn_proto::time::{Duration, Instant};
+//! use stn_proto::{EndpointHistory, config::{BanConfig}};
+//! use stn_proto::Rng;
+//! use stn_proto::{Duration, Instant};
 //! use stn_proto::Profile;
 //!
 //! let mut history = EndpointHistory::new(BanConfig::for_profile(Profile::Mars));
@@ -63,7 +63,11 @@ mod persist;
 mod tests;
 
 pub use history::{EndpointHistory, EndpointStats};
-pub use persist::{ImportError, MAX_IMPORT_ENTRIES, MAX_IMPORT_NETWORKS, MAX_LABEL_LEN};
+pub use persist::ImportError;
+#[cfg(any(test, fuzzing))]
+pub(crate) use persist::MAX_IMPORT_ENTRIES;
+#[cfg(test)]
+pub(crate) use persist::MAX_LABEL_LEN;
 
 use crate::profile::Profile;
 use crate::time::Duration;
@@ -91,6 +95,7 @@ pub enum ReloadPolicy {
 /// Configuration of [`EndpointHistory`]: ban rule, update rate limits,
 /// ordering options, persistence expiry and memory caps.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct BanConfig {
     /// Ban at all. When `false`, nothing is ever banned (history-based
     /// ordering still applies); the 2017 benchmark ran this way.

@@ -92,11 +92,11 @@
 //!
 //! use bytes::Bytes;
 //! use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
-//! use stn_proto::engine::{Config, Engine, Event, Input, Output};
-//! use stn_proto::io::{ConnEvent, ConnId, IoAction};
-//! use stn_proto::long_link::IdentifyDecision;
-//! use stn_proto::task::{Channel, Task};
-//! use stn_proto::time::Instant;
+//! use stn_proto::{Config, Engine, Event, Input, Output};
+//! use stn_proto::{ConnEvent, ConnId, IoAction};
+//! use stn_proto::IdentifyDecision;
+//! use stn_proto::{Channel, Task};
+//! use stn_proto::Instant;
 //! use stn_proto::Profile;
 //!
 //! /// An in-memory server: every connect succeeds; an HTTP POST gets a 200;
@@ -198,7 +198,7 @@ use crate::timeout::{
 mod candidates;
 mod conns;
 // The invariant checker of the proptest and the `engine_ops` fuzz target.
-#[cfg(any(test, feature = "fuzzing"))]
+#[cfg(any(test, fuzzing))]
 pub(crate) mod check;
 mod config;
 mod hedge;
@@ -229,7 +229,7 @@ use zombies::Zombies;
 
 /// The OS's initial SYN retransmission timeout (Linux, xnu: 1 s): connect
 /// times at or above it are not RTT samples (Karn's rule).
-pub const KARN_SYN_RTO: Duration = Duration::from_secs(1);
+pub(crate) const KARN_SYN_RTO: Duration = Duration::from_secs(1);
 
 /// Most host names whose resolve answers are remembered.
 const MAX_DNS_ENTRIES: usize = 64;
@@ -351,7 +351,7 @@ struct Retry {
     delay: Option<Duration>,
 }
 
-/// The top-level sans-IO machine. See the [module docs](self) for what it
+/// The top-level sans-IO machine. See the crate docs for what it
 /// does and the drain rule.
 #[derive(Debug)]
 pub struct Engine {

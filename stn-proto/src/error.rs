@@ -18,66 +18,61 @@ use crate::task::TaskError;
 /// Mars's `ErrCmdType` values and the error codes stn maps to
 /// (`mars/stn/stn.h`). Kept as named constants so the mapping in
 /// [`Error::mars_code`] reads like Mars's own source.
-pub mod mars {
+pub(crate) mod mars {
+    #[cfg(test)]
     /// `kEctOK`.
-    pub const ECT_OK: i32 = 0;
+    pub(crate) const ECT_OK: i32 = 0;
     /// `kEctDns`.
-    pub const ECT_DNS: i32 = 3;
+    pub(crate) const ECT_DNS: i32 = 3;
     /// `kEctSocket`.
-    pub const ECT_SOCKET: i32 = 4;
+    pub(crate) const ECT_SOCKET: i32 = 4;
     /// `kEctHttp`.
-    pub const ECT_HTTP: i32 = 5;
+    pub(crate) const ECT_HTTP: i32 = 5;
     /// `kEctNetMsgXP` (long-link message exchange).
-    pub const ECT_NET_MSG_XP: i32 = 6;
+    pub(crate) const ECT_NET_MSG_XP: i32 = 6;
     /// `kEctEnDecode` (the app's Req2Buf/Buf2Resp).
-    pub const ECT_EN_DECODE: i32 = 7;
+    pub(crate) const ECT_EN_DECODE: i32 = 7;
     /// `kEctLocal`.
-    pub const ECT_LOCAL: i32 = 9;
+    pub(crate) const ECT_LOCAL: i32 = 9;
 
     /// `kEctLocalTaskTimeout`.
-    pub const LOCAL_TASK_TIMEOUT: i32 = -1;
-    /// `kEctLocalStartTaskFail`.
-    pub const LOCAL_START_TASK_FAIL: i32 = -3;
+    pub(crate) const LOCAL_TASK_TIMEOUT: i32 = -1;
     /// `kEctLocalAntiAvalanche` (frequency or flow limit).
-    pub const LOCAL_ANTI_AVALANCHE: i32 = -4;
-    /// `kEctLocalChannelSelect`.
-    pub const LOCAL_CHANNEL_SELECT: i32 = -5;
+    pub(crate) const LOCAL_ANTI_AVALANCHE: i32 = -4;
     /// `kEctLocalNoNet`.
-    pub const LOCAL_NO_NET: i32 = -6;
+    pub(crate) const LOCAL_NO_NET: i32 = -6;
     /// `kEctLocalCancel`.
-    pub const LOCAL_CANCEL: i32 = -7;
+    pub(crate) const LOCAL_CANCEL: i32 = -7;
     /// `kEctLocalReset`.
-    pub const LOCAL_RESET: i32 = -9;
-    /// `kEctLocalTaskParam`.
-    pub const LOCAL_TASK_PARAM: i32 = -12;
+    pub(crate) const LOCAL_RESET: i32 = -9;
     /// `kEctLocalLongLinkUnAvailable`.
-    pub const LOCAL_LONG_LINK_UNAVAILABLE: i32 = -16;
+    pub(crate) const LOCAL_LONG_LINK_UNAVAILABLE: i32 = -16;
 
     /// `kEctHttpFirstPkgTimeout` (and `kEctLongFirstPkgTimeout`).
-    pub const FIRST_PKG_TIMEOUT: i32 = -500;
+    pub(crate) const FIRST_PKG_TIMEOUT: i32 = -500;
     /// `kEctHttpPkgPkgTimeout` (and `kEctLongPkgPkgTimeout`).
-    pub const PKG_PKG_TIMEOUT: i32 = -501;
+    pub(crate) const PKG_PKG_TIMEOUT: i32 = -501;
     /// `kEctHttpReadWriteTimeout` (and `kEctLongReadWriteTimeout`).
-    pub const READ_WRITE_TIMEOUT: i32 = -502;
+    pub(crate) const READ_WRITE_TIMEOUT: i32 = -502;
     /// `kEctHttpLongPollingTimeout`.
-    pub const HTTP_LONG_POLLING_TIMEOUT: i32 = -503;
+    pub(crate) const HTTP_LONG_POLLING_TIMEOUT: i32 = -503;
 
     /// `kEctSocketMakeSocketPrepared` (connect failed).
-    pub const SOCKET_MAKE_SOCKET_PREPARED: i32 = -10087;
+    pub(crate) const SOCKET_MAKE_SOCKET_PREPARED: i32 = -10087;
     /// `kEctSocketShutdown` (closed by the peer / EOF mid-response).
-    pub const SOCKET_SHUTDOWN: i32 = -10090;
+    pub(crate) const SOCKET_SHUTDOWN: i32 = -10090;
     /// `kEctSocketRecvErr` (read failed; also Mars's noop-timeout code).
-    pub const SOCKET_RECV_ERR: i32 = -10091;
+    pub(crate) const SOCKET_RECV_ERR: i32 = -10091;
     /// `kEctSocketSendErr`.
-    pub const SOCKET_SEND_ERR: i32 = -10092;
+    pub(crate) const SOCKET_SEND_ERR: i32 = -10092;
     /// `kEctHttpSplitHttpHeadAndBody` (bad header or body).
-    pub const HTTP_SPLIT_HEAD_AND_BODY: i32 = -10194;
+    pub(crate) const HTTP_SPLIT_HEAD_AND_BODY: i32 = -10194;
     /// `kEctHttpParseStatusLine`.
-    pub const HTTP_PARSE_STATUS_LINE: i32 = -10195;
+    pub(crate) const HTTP_PARSE_STATUS_LINE: i32 = -10195;
     /// `kEctNetMsgXPHandleBufferErr` (long-link frame could not be unpacked).
-    pub const NET_MSG_XP_HANDLE_BUFFER_ERR: i32 = -10504;
+    pub(crate) const NET_MSG_XP_HANDLE_BUFFER_ERR: i32 = -10504;
     /// `kEctDnsMakeSocketPrepared` (no address to connect to).
-    pub const DNS_MAKE_SOCKET_PREPARED: i32 = -10606;
+    pub(crate) const DNS_MAKE_SOCKET_PREPARED: i32 = -10606;
 }
 
 /// A successful task: the server's reply.
@@ -277,7 +272,7 @@ pub enum ProtocolError {
 /// Why a task (or one attempt of it) failed.
 ///
 /// ```
-/// use stn_proto::error::{Error, ErrorFamily, TimeoutKind};
+/// use stn_proto::{Error, ErrorFamily, TimeoutKind};
 /// let e = Error::Timeout(TimeoutKind::FirstPacket);
 /// assert_eq!(e.family(), ErrorFamily::Timeout);
 /// assert_eq!(e.mars_code(), (5, -500)); // kEctHttp, kEctHttpFirstPkgTimeout
@@ -373,7 +368,7 @@ impl Error {
     }
 
     /// The `(err_type, err_code)` pair Mars reports to `OnTaskEnd` for the
-    /// same failure (constants in [`mars`]):
+    /// same failure (constants in `mars`):
     ///
     /// | error | Mars |
     /// |---|---|

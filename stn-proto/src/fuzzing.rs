@@ -1,6 +1,7 @@
 //! Fuzz target bodies, shared by the cargo-fuzz targets in `fuzz/` and the
-//! stable replay test (`tests/fuzz_replay.rs`). Built only with the
-//! `fuzzing` feature.
+//! stable corpus replay of `cargo test` ([`corpus`]). Built only under
+//! `cfg(fuzzing)` (cargo-fuzz sets it) and in this crate's own tests: never
+//! part of a production build, as in quinn-proto.
 //!
 //! Each body takes the fuzzer's raw bytes, builds its input from them (a short
 //! fixed prefix for the decoders, [`arbitrary::Unstructured`] for the op-list
@@ -23,6 +24,7 @@
 //! and a `[[bin]]` in `fuzz/Cargo.toml`, and regenerate the corpus.
 
 mod ban;
+pub mod corpus;
 mod engine;
 mod http;
 mod longlink;
@@ -34,17 +36,7 @@ pub use http::http_response;
 pub use longlink::longlink_decoder;
 pub use race::race_ops;
 
-/// One fuzz target: its name (the cargo-fuzz target and corpus folder), its
-/// body, and a few meaningful seed inputs.
-#[derive(Clone, Copy, Debug)]
-pub struct Target {
-    /// Name of the cargo-fuzz target and of its folder under `fuzz/corpus/`.
-    pub name: &'static str,
-    /// The body: panics on a finding.
-    pub run: fn(&[u8]),
-    /// Seed inputs, each with a file name (stable, descriptive).
-    pub seeds: fn() -> Vec<(String, Vec<u8>)>,
-}
+pub use corpus::Target;
 
 /// Every fuzz target.
 pub const TARGETS: &[Target] = &[
@@ -74,6 +66,8 @@ pub const TARGETS: &[Target] = &[
         seeds: engine::seeds,
     },
 ];
+
+corpus::corpus_tests!(super::TARGETS);
 
 /// Splits a fixed-size prefix off `data`, zero-padded when `data` is shorter,
 /// so every byte string is a valid input.

@@ -15,21 +15,7 @@
 //! then read [`Heartbeat::poll_timeout`].** Inputs are applied before due
 //! timers, so a response that arrives just as its deadline passes still counts.
 //!
-//! ```
-//! use stn_proto::heartbeat::{Heartbeat, HeartbeatAction, HeartbeatConfig, IdentifyDecision};
-//! use stn_proto::time::{Duration, Instant};
-//! use stn_proto::Profile;
-//!
-//! let t0 = Instant::from_secs(10);
-//! let mut hb = Heartbeat::new(t0, HeartbeatConfig::for_profile(Profile::Mars));
-//! hb.handle_timeout(t0); // the first slot is due at connect
-//! assert_eq!(hb.poll_action(), Some(HeartbeatAction::AskIdentify));
-//! hb.identify_answer(t0, IdentifyDecision::Never);
-//! assert_eq!(hb.poll_action(), Some(HeartbeatAction::SendNoop));
-//! assert_eq!(hb.poll_timeout(), Some(t0 + Duration::from_secs(8)));
-//! hb.on_noop_response(t0 + Duration::from_millis(80));
-//! assert_eq!(hb.poll_timeout(), Some(t0 + Duration::from_secs(210)));
-//! ```
+//! (The example runs as the unit test `examples::heartbeat`.)
 
 use std::collections::VecDeque;
 
@@ -37,11 +23,6 @@ use bytes::Bytes;
 
 use crate::profile::Profile;
 use crate::time::{Duration, Instant, MonotonicClock};
-
-/// Sequence number of noop frames (Mars `Task::kNoopTaskID`).
-pub const NOOP_SEQ: u32 = 0xFFFF_FFFF;
-/// Sequence number of the identify frame (Mars `kLongLinkIdentifyCheckerTaskID`).
-pub const IDENTIFY_SEQ: u32 = 0xFFFF_FFFE;
 
 /// stn's noop response timeout scaled from the measured RTT.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -54,8 +35,9 @@ pub struct RttScaledTimeout {
     pub max: Duration,
 }
 
-/// Constants of the [`Heartbeat`].
+/// Constants of the `Heartbeat`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HeartbeatConfig {
     /// Time from the last write to the next noop slot (Mars `MinHeartInterval`: 3.5 min).
     pub interval: Duration,
@@ -67,7 +49,7 @@ pub struct HeartbeatConfig {
     pub late_response_timeout: Duration,
     /// See `late_response_timeout` (Mars: 15 min).
     pub late_after: Duration,
-    /// stn: a shorter timeout from the RTT (see [`Heartbeat::set_rtt`]); `None` = Mars's fixed ones.
+    /// stn: a shorter timeout from the RTT (see `Heartbeat::set_rtt`); `None` = Mars's fixed ones.
     pub rtt_scaled: Option<RttScaledTimeout>,
 }
 
@@ -109,11 +91,11 @@ impl Default for HeartbeatConfig {
     }
 }
 
-/// The app's answer to [`HeartbeatAction::AskIdentify`] (Mars
+/// The app's answer to `HeartbeatAction::AskIdentify` (Mars
 /// `GetLonglinkIdentifyCheckBuffer`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum IdentifyDecision {
-    /// Send `body` with `cmd_id` (seq [`IDENTIFY_SEQ`]) instead of the noop (`kCheckNow`).
+    /// Send `body` with `cmd_id` (seq [`IDENTIFY_SEQ`](crate::codec::longlink::IDENTIFY_SEQ)) instead of the noop (`kCheckNow`).
     Now {
         /// The identify request body.
         body: Bytes,
@@ -128,7 +110,7 @@ pub enum IdentifyDecision {
 
 /// Where identify stands on this connection.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum IdentifyState {
+pub(crate) enum IdentifyState {
     /// Not asked yet: the app is asked at the next slot.
     NotAsked,
     /// [`HeartbeatAction::AskIdentify`] was emitted; waiting for the answer.
@@ -145,7 +127,7 @@ pub enum IdentifyState {
 
 /// What the [`Heartbeat`] asks the caller to do.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum HeartbeatAction {
+pub(crate) enum HeartbeatAction {
     /// Send a noop frame (seq [`NOOP_SEQ`]); answer with [`Heartbeat::on_noop_response`].
     SendNoop,
     /// Ask the app for its identify decision; answer with [`Heartbeat::identify_answer`].
@@ -174,7 +156,7 @@ struct Pending {
 
 /// Noop and identify scheduling for one long-link connection.
 #[derive(Clone, Debug)]
-pub struct Heartbeat {
+pub(crate) struct Heartbeat {
     config: HeartbeatConfig,
     clock: MonotonicClock,
     next_slot: Instant,
@@ -194,7 +176,7 @@ impl Heartbeat {
     /// due at `now`: report the send queue with
     /// [`set_send_queue_empty`](Self::set_send_queue_empty) if it is busy,
     /// then call [`handle_timeout`](Self::handle_timeout).
-    pub fn new(now: Instant, config: HeartbeatConfig) -> Self {
+    pub(crate) fn new(now: Instant, config: HeartbeatConfig) -> Self {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
         Heartbeat {
@@ -212,21 +194,22 @@ impl Heartbeat {
         }
     }
 
+    #[cfg(test)]
     /// Tells whether the connection's send queue is empty. A noop is sent only
     /// when it is (Mars `SendWhenNoData`); a slot that finds it busy sends
     /// nothing and arms no timeout.
-    pub fn set_send_queue_empty(&mut self, empty: bool) {
+    pub(crate) fn set_send_queue_empty(&mut self, empty: bool) {
         self.queue_empty = empty;
     }
 
     /// The connection's smoothed RTT, used by the stn profile's timeout.
-    pub fn set_rtt(&mut self, rtt: Duration) {
+    pub(crate) fn set_rtt(&mut self, rtt: Duration) {
         self.rtt = Some(rtt);
     }
 
     /// Something was written on the connection: the next slot is one
     /// interval from now.
-    pub fn on_write(&mut self, now: Instant) {
+    pub(crate) fn on_write(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         if !self.dead {
             self.arm_slot(now);
@@ -235,7 +218,7 @@ impl Heartbeat {
     }
 
     /// A noop response arrived.
-    pub fn on_noop_response(&mut self, now: Instant) {
+    pub(crate) fn on_noop_response(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         if self.pending.is_some_and(|p| !p.identify) {
             self.pending = None;
@@ -245,7 +228,7 @@ impl Heartbeat {
 
     /// The identify response arrived and the app judged it (`ok` = accepted;
     /// a rejection means ask again at the next slot, as Mars does).
-    pub fn on_identify_response(&mut self, now: Instant, ok: bool) {
+    pub(crate) fn on_identify_response(&mut self, now: Instant, ok: bool) {
         let now = self.clock.observe(now);
         if !self.dead && self.identify == IdentifyState::Sent {
             self.identify = if ok {
@@ -262,7 +245,7 @@ impl Heartbeat {
 
     /// The app's answer to [`HeartbeatAction::AskIdentify`]. Ignored unless
     /// an ask is outstanding.
-    pub fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
+    pub(crate) fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
         let now = self.clock.observe(now);
         if !self.dead && self.identify == IdentifyState::Asking {
             let late = self.ask_late;
@@ -294,19 +277,19 @@ impl Heartbeat {
 
     /// Fires the slot or the response timeout due at `now`. Idempotent; safe
     /// to call early.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         self.refresh(now);
     }
 
     /// The next action, if any.
-    pub fn poll_action(&mut self) -> Option<HeartbeatAction> {
+    pub(crate) fn poll_action(&mut self) -> Option<HeartbeatAction> {
         self.actions.pop_front()
     }
 
     /// The next deadline: the next slot or the pending response's timeout
     /// (`None` once timed out).
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         if self.dead {
             return None;
         }
@@ -317,18 +300,19 @@ impl Heartbeat {
     }
 
     /// Where identify stands.
-    pub fn identify_state(&self) -> IdentifyState {
+    pub(crate) fn identify_state(&self) -> IdentifyState {
         self.identify
     }
 
+    #[cfg(test)]
     /// Whether a response timed out (the machine does nothing more).
-    pub fn is_timed_out(&self) -> bool {
+    pub(crate) fn is_timed_out(&self) -> bool {
         self.dead
     }
 
     /// The response timeout for a probe sent now; `late` = the interval that
     /// just ended lasted at least `late_after`.
-    pub fn response_timeout(&self, late: bool) -> Duration {
+    pub(crate) fn response_timeout(&self, late: bool) -> Duration {
         let fixed = if late {
             self.config.late_response_timeout
         } else {

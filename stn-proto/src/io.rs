@@ -21,18 +21,18 @@ impl core::fmt::Display for ConnId {
 /// Hands out fresh [`ConnId`]s. One allocator per engine; machines that open
 /// connections borrow it in the calls that may connect.
 #[derive(Clone, Debug, Default)]
-pub struct ConnIds {
+pub(crate) struct ConnIds {
     next: u64,
 }
 
 impl ConnIds {
     /// An allocator starting at `ConnId(1)`.
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         ConnIds { next: 1 }
     }
 
     /// The next unused id.
-    pub fn next_id(&mut self) -> ConnId {
+    pub(crate) fn next_id(&mut self) -> ConnId {
         let id = ConnId(self.next.max(1));
         self.next = id.0.saturating_add(1);
         id

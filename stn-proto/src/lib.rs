@@ -4,37 +4,43 @@
 //! survive bad networks, the way Tencent Mars STN does: racing connections,
 //! escalating timeouts, banning bad endpoints, short and long links. This crate
 //! holds every decision and no I/O: no sockets, no clock, no threads, no global
-//! state. Time is a value ([`time::Instant`]) passed in by the caller; every
+//! state. Time is a value ([`Instant`]) passed in by the caller; every
 //! random choice comes from a PRNG seeded through the configuration
-//! ([`rng::Rng`]). The same inputs give the same outputs, bit for bit.
+//! ([`Rng`]). The same inputs give the same outputs, bit for bit.
 //!
-//! Each concern is a small machine of the same shape — commands and I/O
-//! results in, actions out, and a next deadline:
+//! One machine is public, the [`Engine`]: tasks in ([`Engine::submit`]),
+//! socket results in ([`Input`]), and out of it I/O for the adapter and events
+//! for the app ([`Output`]). Inside, each concern is a small machine of the
+//! same shape (connection racing as in Mars's complex connect and RFC 8305;
+//! task, first-packet, read-write and packet-gap timeouts and their
+//! escalation; endpoint bans and ordering; the anti-avalanche limits; the
+//! short-link exchange; the long link with its heartbeat and reconnect
+//! monitor), private so that they can change without breaking an app.
 //!
-//! - [`race`]: connection racing (Mars's complex connect, RFC 8305 Happy Eyeballs);
-//! - [`timeout`]: task, first-packet, read-write and packet-gap timeouts and
-//!   their escalation;
-//! - [`ban`]: endpoint history, banning and candidate ordering;
-//! - [`codec`]: the long-link frame codec and the short-link HTTP codec;
-//! - [`task`] and [`error`]: what a task is and how it can end.
+//! What is public:
 //!
-//! - [`engine`]: the top-level machine an app or adapter drives ([`Engine`]):
-//!   task queue, retries, channel choice, candidates, anti-avalanche
-//!   ([`limit`]), network changes, reports; it composes
-//!   [`short_link`] (one HTTP exchange) and [`long_link`] (the persistent
-//!   link with [`heartbeat`] and the reconnect [`monitor`]).
+//! - the engine and its traffic: [`Engine`], [`Config`] (its knobs' types in
+//!   [`config`]), [`Profile`], [`Input`], [`Output`] ([`IoAction`] for the
+//!   adapter, [`Event`] for the app), [`Report`];
+//! - tasks and how they end: [`Task`], [`TaskId`], [`Channel`],
+//!   [`Response`], [`Error`] and its parts;
+//! - the adapter's side: [`ConnId`], [`ConnEvent`], [`CloseReason`],
+//!   [`ConnectError`], [`TlsFailure`], [`NetworkKind`], [`Instant`];
+//! - [`EndpointHistory`]: bans, candidate order, export and import;
+//! - [`codec`]: the long-link frame codec and the short-link HTTP codec, for
+//!   servers and tools that speak the same wire formats.
 //!
 //! **The drain rule: after every command, input or timeout given to a
-//! machine, drain its output (`poll_output` on the [`Engine`], `poll_action` or
-//! `poll_event` on the smaller machines) until `None`, then read `poll_timeout`**
+//! machine, drain its output ([`Engine::poll_output`]) until `None`, then read
+//! [`Engine::poll_timeout`]**
 //! (and call `handle_timeout` no later than that). For the [`Engine`]:
 //!
 //! ```
 //! use bytes::Bytes;
-//! use stn_proto::engine::{Config, Engine, Event, Input, Output};
-//! use stn_proto::io::{ConnEvent, IoAction};
-//! use stn_proto::task::{Channel, Task};
-//! use stn_proto::time::Instant;
+//! use stn_proto::{Config, Engine, Event, Input, Output};
+//! use stn_proto::{ConnEvent, IoAction};
+//! use stn_proto::{Channel, Task};
+//! use stn_proto::Instant;
 //! use stn_proto::Profile;
 //!
 //! let config = Config::for_profile(Profile::Stn).short_link_ips(["192.0.2.1".parse().unwrap()], 80);
@@ -78,27 +84,59 @@
 //! assert_eq!(outcome.unwrap().body, &b"ok"[..]);
 //! ```
 #![forbid(unsafe_code)]
+#![warn(unnameable_types)]
+// Lets the examples of internal machines run as unit tests with the paths
+// they would have from outside (`stn_proto::...`).
+#[cfg(test)]
+extern crate self as stn_proto;
 
-pub mod ban;
+mod ban;
 pub mod codec;
-pub mod engine;
-pub mod error;
-#[cfg(feature = "fuzzing")]
+pub mod config;
+mod engine;
+mod error;
+#[cfg(test)]
+mod examples;
+// Fuzz target bodies: cargo-fuzz builds set `cfg(fuzzing)`; tests replay the corpus.
+#[cfg(any(fuzzing, test))]
 pub mod fuzzing;
-pub mod heartbeat;
-pub mod io;
-pub mod limit;
-pub mod long_link;
-pub mod monitor;
-pub mod net;
-pub mod profile;
-pub mod race;
-pub mod rng;
-pub mod short_link;
-pub mod task;
-pub mod time;
-pub mod timeout;
-pub mod tls;
+mod heartbeat;
+mod io;
+mod limit;
+mod long_link;
+mod monitor;
+mod net;
+mod profile;
+mod race;
+mod rng;
+mod short_link;
+mod task;
+mod time;
+mod timeout;
+mod tls;
 
-pub use engine::{Config, Engine, Event, Input, Output, Report, SubmitError};
-pub use profile::Profile;
+// The engine and what flows in and out of it.
+pub use engine::{
+    Config, Engine, Event, Input, JudgeRequest, LinkStatus, Output, Report, SubmitError, Verdict,
+};
+pub use profile::{Profile, UnknownProfile};
+// Tasks and how they end.
+pub use error::{
+    DnsError, Error, ErrorFamily, LimitKind, LocalError, Outcome, ProtocolError, Response,
+    SocketError, TimeoutKind,
+};
+pub use task::{Channel, ChannelStrategy, Task, TaskError, TaskId};
+// The adapter's side: sockets, the network, time.
+pub use io::{CloseReason, ConnEvent, ConnId, IoAction};
+pub use net::{ConnectError, NetworkKind};
+pub use time::{Duration, Instant};
+pub use tls::TlsFailure;
+// The long link's identify step and link events.
+pub use heartbeat::IdentifyDecision;
+pub use long_link::{DisconnectReason, LinkState, LongLinkEvent};
+pub use race::AttemptResult;
+pub use short_link::EndpointReport;
+// Endpoint history: bans, ordering, persistence.
+pub use ban::{EndpointHistory, EndpointStats, ImportError};
+// The deterministic PRNG every random choice comes from.
+pub use rng::Rng;

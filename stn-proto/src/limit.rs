@@ -15,27 +15,7 @@
 //! The constants are the same in every profile: they are protective (they
 //! stop pathological loops), not a performance lever, so stn keeps Mars's.
 //!
-//! ```
-//! use stn_proto::limit::{payload_digest, AntiAvalanche, AntiAvalancheConfig, CheckInput, LimitKind};
-//! use stn_proto::net::NetworkKind;
-//! use stn_proto::time::Instant;
-//!
-//! let now = Instant::from_secs(1);
-//! let mut limits = AntiAvalanche::new(now, AntiAvalancheConfig::default(), true);
-//! let body = b"same request";
-//! let input = CheckInput {
-//!     digest: payload_digest(body),
-//!     len: body.len(),
-//!     net: NetworkKind::Mobile,
-//!     active: true,
-//!     limit_frequency: true,
-//!     limit_flow: true,
-//! };
-//! for _ in 0..105 {
-//!     assert_eq!(limits.check(now, &input), Ok(()));
-//! }
-//! assert_eq!(limits.check(now, &input), Err(LimitKind::Frequency));
-//! ```
+//! (The example runs as the unit test `examples::limit`.)
 
 use crate::net::NetworkKind;
 use crate::profile::Profile;
@@ -46,11 +26,8 @@ use crate::time::{Duration, Instant, MonotonicClock};
 /// Provided here because stn-proto has no checksum dependency; the engine may
 /// switch to the `adler2` crate, which computes the same value.
 ///
-/// ```
-/// assert_eq!(stn_proto::limit::payload_digest(b"Wikipedia"), 0x11E6_0398);
-/// assert_eq!(stn_proto::limit::payload_digest(b""), 1);
-/// ```
-pub fn payload_digest(data: &[u8]) -> u32 {
+/// (The example runs as the unit test `examples::limit_payload_digest`.)
+pub(crate) fn payload_digest(data: &[u8]) -> u32 {
     const MOD: u32 = 65_521;
     // 5552 is the largest n for which the sums cannot overflow a u32 before reducing.
     let (mut a, mut b) = (1u32, 0u32);
@@ -67,7 +44,7 @@ pub fn payload_digest(data: &[u8]) -> u32 {
 
 /// Which limit rejected a request (Mars `kFrequencyLimit = 1`, `kFlowLimit = 2`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, thiserror::Error)]
-pub enum LimitKind {
+pub(crate) enum LimitKind {
     /// Too many identical payloads ([`FrequencyLimit`]).
     #[error("rejected by the frequency limit: too many identical requests")]
     Frequency,
@@ -76,8 +53,9 @@ pub enum LimitKind {
     Flow,
 }
 
-/// Constants of the [`FrequencyLimit`].
+/// Constants of the `FrequencyLimit`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FrequencyLimitConfig {
     /// Most records kept; the least recently updated one is evicted (Mars: 30).
     pub max_records: usize,
@@ -131,7 +109,7 @@ struct Record {
 /// records are dropped except the recently hammered ones, which survive with
 /// their count capped, so a loop that keeps going is rejected again soon.
 #[derive(Clone, Debug)]
-pub struct FrequencyLimit {
+pub(crate) struct FrequencyLimit {
     config: FrequencyLimitConfig,
     records: Vec<Record>,
     last_clear: Instant,
@@ -140,7 +118,7 @@ pub struct FrequencyLimit {
 
 impl FrequencyLimit {
     /// An empty table; the first prune is due `clear_interval` after `now`.
-    pub fn new(now: Instant, config: FrequencyLimitConfig) -> Self {
+    pub(crate) fn new(now: Instant, config: FrequencyLimitConfig) -> Self {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
         FrequencyLimit {
@@ -155,7 +133,7 @@ impl FrequencyLimit {
     ///
     /// A rejected request still counts and refreshes its record (as in Mars),
     /// so a loop that keeps retrying stays rejected.
-    pub fn check(&mut self, now: Instant, digest: u32) -> bool {
+    pub(crate) fn check(&mut self, now: Instant, digest: u32) -> bool {
         let now = self.clock.observe(now);
         if now - self.last_clear >= self.config.clear_interval {
             self.last_clear = now;
@@ -189,22 +167,19 @@ impl FrequencyLimit {
         1 <= self.config.max_count
     }
 
+    #[cfg(test)]
     /// The current count for `digest`, if it has a record.
-    pub fn count(&self, digest: u32) -> Option<u32> {
+    pub(crate) fn count(&self, digest: u32) -> Option<u32> {
         self.records
             .iter()
             .find(|r| r.digest == digest)
             .map(|r| r.count)
     }
 
+    #[cfg(test)]
     /// How many records the table holds.
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.records.len()
-    }
-
-    /// Whether the table holds no record.
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
     }
 
     fn prune(&mut self, now: Instant) {
@@ -217,12 +192,13 @@ impl FrequencyLimit {
     }
 }
 
-/// Constants of the [`FlowLimit`] bucket (bytes and bytes per second).
+/// Constants of the `FlowLimit` bucket (bytes and bytes per second).
 ///
 /// The values follow reference §7 (80 MiB, 80 MiB/h, 20 MiB/h, 60 MiB). Some
 /// Mars revisions of `flow_limit.cc` use a tenth of each (8 MiB, 8 MiB/h,
 /// 2 MiB/h, 6 MiB); set the fields to reproduce those.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct FlowLimitConfig {
     /// Bucket capacity (Mars `kMaxVol`: 80 MiB).
     pub capacity: u64,
@@ -262,7 +238,7 @@ impl Default for FlowLimitConfig {
 /// inactive rate, in whole seconds. Unlike Mars, the sub-second remainder is
 /// carried over instead of dropped, so frequent checks still drain the bucket.
 #[derive(Clone, Debug)]
-pub struct FlowLimit {
+pub(crate) struct FlowLimit {
     config: FlowLimitConfig,
     level: u64,
     drained_until: Instant,
@@ -272,7 +248,7 @@ pub struct FlowLimit {
 
 impl FlowLimit {
     /// An empty bucket; `active` picks the initial drain rate.
-    pub fn new(now: Instant, config: FlowLimitConfig, active: bool) -> Self {
+    pub(crate) fn new(now: Instant, config: FlowLimitConfig, active: bool) -> Self {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
         FlowLimit {
@@ -286,7 +262,7 @@ impl FlowLimit {
 
     /// The app became active or inactive. Drains at the old rate first; on
     /// becoming inactive the level is clamped to `inactive_level_cap`.
-    pub fn set_active(&mut self, now: Instant, active: bool) {
+    pub(crate) fn set_active(&mut self, now: Instant, active: bool) {
         let now = self.clock.observe(now);
         self.drain(now);
         if self.active && !active {
@@ -297,7 +273,7 @@ impl FlowLimit {
 
     /// Adds a request of `len` bytes if it fits; `false` (and nothing added) if
     /// `level + len` would exceed the capacity.
-    pub fn check(&mut self, now: Instant, len: u64) -> bool {
+    pub(crate) fn check(&mut self, now: Instant, len: u64) -> bool {
         let now = self.clock.observe(now);
         self.drain(now);
         match self.level.checked_add(len) {
@@ -309,9 +285,10 @@ impl FlowLimit {
         }
     }
 
+    #[cfg(test)]
     /// The bucket level after draining up to `now` (read-only: the level a
     /// [`check`](Self::check) at `now` would start from).
-    pub fn level(&self, now: Instant) -> u64 {
+    pub(crate) fn level(&self, now: Instant) -> u64 {
         let now = now.max(self.clock.latest());
         let secs = (now - self.drained_until).as_secs();
         self.level
@@ -319,7 +296,7 @@ impl FlowLimit {
     }
 
     /// Whether the bucket drains at the active rate.
-    pub fn is_active(&self) -> bool {
+    pub(crate) fn is_active(&self) -> bool {
         self.active
     }
 
@@ -345,6 +322,7 @@ impl FlowLimit {
 
 /// Both limits' constants.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AntiAvalancheConfig {
     /// The identical-payload limit.
     pub frequency: FrequencyLimitConfig,
@@ -364,7 +342,7 @@ impl AntiAvalancheConfig {
 
 /// One request to check, as the task's encoder produced it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct CheckInput {
+pub(crate) struct CheckInput {
     /// Digest of the encoded request, normally [`payload_digest`] of it.
     pub digest: u32,
     /// Length of the encoded request in bytes.
@@ -381,14 +359,14 @@ pub struct CheckInput {
 
 /// Mars `AntiAvalanche`: the frequency limit, then (on mobile) the flow limit.
 #[derive(Clone, Debug)]
-pub struct AntiAvalanche {
+pub(crate) struct AntiAvalanche {
     frequency: FrequencyLimit,
     flow: FlowLimit,
 }
 
 impl AntiAvalanche {
     /// Fresh limits; `active` is the app's activity at `now`.
-    pub fn new(now: Instant, config: AntiAvalancheConfig, active: bool) -> Self {
+    pub(crate) fn new(now: Instant, config: AntiAvalancheConfig, active: bool) -> Self {
         AntiAvalanche {
             frequency: FrequencyLimit::new(now, config.frequency),
             flow: FlowLimit::new(now, config.flow, active),
@@ -396,7 +374,7 @@ impl AntiAvalanche {
     }
 
     /// The app's activity changed (also picked up from [`CheckInput::active`]).
-    pub fn set_active(&mut self, now: Instant, active: bool) {
+    pub(crate) fn set_active(&mut self, now: Instant, active: bool) {
         if self.flow.is_active() != active {
             self.flow.set_active(now, active);
         }
@@ -404,7 +382,7 @@ impl AntiAvalanche {
 
     /// Checks one request. A rejection should end the task with a local
     /// "limited" error and be reported with the returned kind.
-    pub fn check(&mut self, now: Instant, input: &CheckInput) -> Result<(), LimitKind> {
+    pub(crate) fn check(&mut self, now: Instant, input: &CheckInput) -> Result<(), LimitKind> {
         self.set_active(now, input.active);
         if input.limit_frequency && !self.frequency.check(now, input.digest) {
             return Err(LimitKind::Frequency);
@@ -418,13 +396,15 @@ impl AntiAvalanche {
         Ok(())
     }
 
+    #[cfg(test)]
     /// The frequency table (for inspection and reports).
-    pub fn frequency(&self) -> &FrequencyLimit {
+    pub(crate) fn frequency(&self) -> &FrequencyLimit {
         &self.frequency
     }
 
+    #[cfg(test)]
     /// The flow bucket (for inspection and reports).
-    pub fn flow(&self) -> &FlowLimit {
+    pub(crate) fn flow(&self) -> &FlowLimit {
         &self.flow
     }
 }

@@ -66,31 +66,7 @@
 //! with [`LongLink::connect`] (an empty candidate list is fine: the attempt
 //! fails at once and the monitor schedules the next).
 //!
-//! ```
-//! use stn_proto::io::{ConnEvent, ConnIds, IoAction};
-//! use stn_proto::long_link::{LongLink, LongLinkConfig, LongLinkEvent, IdentifyDecision};
-//! use stn_proto::time::Instant;
-//!
-//! let t0 = Instant::from_secs(1);
-//! let mut ids = ConnIds::new();
-//! let mut link = LongLink::new(t0, LongLinkConfig::default());
-//! link.handle_timeout(t0, &mut ids);
-//! assert_eq!(link.poll_event(), Some(LongLinkEvent::WantConnect));
-//! link.connect(t0, vec!["10.0.0.1:8080".parse().unwrap()], None, &mut ids);
-//! let conn = match link.poll_event() {
-//!     Some(LongLinkEvent::Io(IoAction::Connect { conn, .. })) => conn,
-//!     other => panic!("{other:?}"),
-//! };
-//! link.handle_event(t0, conn, ConnEvent::Connected, &mut ids);
-//! let events: Vec<_> = std::iter::from_fn(|| link.poll_event()).collect();
-//! assert!(events.iter().any(|e| matches!(e, LongLinkEvent::Connected { .. })));
-//! // First noop slot: the app is asked for an identify packet.
-//! assert_eq!(events.last(), Some(&LongLinkEvent::AskIdentify));
-//! link.identify_answer(t0, IdentifyDecision::Never);
-//! // ... so a plain noop goes out instead.
-//! assert!(matches!(link.poll_event(), Some(LongLinkEvent::Io(IoAction::Send { .. }))));
-//! assert!(link.is_connected());
-//! ```
+//! (The example runs as the unit test `examples::long_link`.)
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -115,11 +91,12 @@ mod tests;
 use in_flight::{InFlight, Running};
 
 use crate::heartbeat::{Heartbeat, HeartbeatAction, IdentifyState};
-pub use crate::heartbeat::{HeartbeatConfig, IdentifyDecision};
-pub use crate::short_link::{EndpointReport, ExchangeTimeouts};
+pub(crate) use crate::heartbeat::{HeartbeatConfig, IdentifyDecision};
+pub(crate) use crate::short_link::{EndpointReport, ExchangeTimeouts};
 
-/// Configuration of a [`LongLink`].
+/// Configuration of a `LongLink`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LongLinkConfig {
     /// How to race the candidates when connecting.
     pub race: RaceConfig,
@@ -129,8 +106,8 @@ pub struct LongLinkConfig {
     pub heartbeat: HeartbeatConfig,
     /// When to reconnect.
     pub monitor: ConnectMonitorConfig,
-    /// Most tasks awaiting a response at once; [`LongLink::send_task`]
-    /// refuses more with [`SendError::TooManyInFlight`]. Mars has no limit;
+    /// Most tasks awaiting a response at once; `LongLink::send_task`
+    /// refuses more with `SendError::TooManyInFlight`. Mars has no limit;
     /// one bounds memory and the size of a batch failure.
     pub max_in_flight_tasks: usize,
     /// Whether a task whose own deadline passes while it runs fails every
@@ -148,8 +125,9 @@ pub struct LongLinkConfig {
     /// still times out one first-packet timeout after its last response; a
     /// task's own deadline still ends it.
     pub wait_follows_link_progress: bool,
-    /// Whether the app starts in the foreground (for the monitor).
-    pub foreground: bool,
+    // Whether the app starts in the foreground (for the monitor): the engine
+    // sets it from `Config::foreground`, so it is not a knob of its own.
+    pub(crate) foreground: bool,
 }
 
 impl LongLinkConfig {
@@ -198,7 +176,7 @@ pub enum LinkState {
 pub enum DisconnectReason {
     /// The app or engine asked (Mars user break); the monitor reconnects later.
     User,
-    /// The network changed: same as [`LongLink::on_network_change`].
+    /// The network changed: same as `LongLink::on_network_change`.
     NetworkChange,
     /// Every task is being redone (Mars `RedoTasks`, `Disconnect(kReset)`);
     /// the monitor reconnects later.
@@ -210,7 +188,7 @@ pub enum DisconnectReason {
 
 /// Why [`LongLink::send_task`] refused a task (nothing was written).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum SendError {
+pub(crate) enum SendError {
     /// The link is not connected.
     #[error("the long link is not connected")]
     NotConnected,
@@ -232,12 +210,12 @@ pub enum SendError {
     },
 }
 
-/// What the long link tells its owner; drain with [`LongLink::poll_event`].
+/// What the long link tells its owner; drain with `LongLink::poll_event`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum LongLinkEvent {
     /// A socket operation to perform.
     Io(IoAction),
-    /// The monitor wants a connect: answer with [`LongLink::connect`].
+    /// The monitor wants a connect: answer with `LongLink::connect`.
     WantConnect,
     /// The link is up.
     Connected {
@@ -288,7 +266,7 @@ pub enum LongLinkEvent {
         body: Bytes,
     },
     /// The first noop slot of the connection: ask the app for an identify
-    /// packet and answer with [`LongLink::identify_answer`].
+    /// packet and answer with `LongLink::identify_answer`.
     AskIdentify,
     /// The response to the identify packet (Mars
     /// `OnLonglinkIdentifyResponse`), for the app.
@@ -348,7 +326,7 @@ enum End {
 
 /// The long-link machine. See the [module docs](self).
 #[derive(Debug)]
-pub struct LongLink {
+pub(crate) struct LongLink {
     config: LongLinkConfig,
     clock: MonotonicClock,
     phase: Phase,
@@ -362,7 +340,7 @@ impl LongLink {
     /// (Mars connects the long link at startup): the first
     /// [`handle_timeout`](Self::handle_timeout) emits
     /// [`LongLinkEvent::WantConnect`].
-    pub fn new(now: Instant, config: LongLinkConfig) -> Self {
+    pub(crate) fn new(now: Instant, config: LongLinkConfig) -> Self {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
         let monitor = ConnectMonitor::new(now, config.monitor.clone(), config.foreground);
@@ -376,14 +354,9 @@ impl LongLink {
         }
     }
 
-    /// The configuration.
-    pub fn config(&self) -> &LongLinkConfig {
-        &self.config
-    }
-
     /// Starts connecting: races `candidates` (in order) with the configured
     /// [`RaceConfig`]. Ignored while connecting, connected or shut down.
-    pub fn connect(
+    pub(crate) fn connect(
         &mut self,
         now: Instant,
         candidates: Vec<SocketAddr>,
@@ -410,7 +383,7 @@ impl LongLink {
     /// [`LongLinkEvent::Disconnected`] with no error. After `User` and `Reset`
     /// the monitor schedules the reconnect; `NetworkChange` reconnects at once
     /// ([`on_network_change`](Self::on_network_change)); `Shutdown` never.
-    pub fn disconnect(&mut self, now: Instant, reason: DisconnectReason) {
+    pub(crate) fn disconnect(&mut self, now: Instant, reason: DisconnectReason) {
         let now = self.clock.observe(now);
         match reason {
             DisconnectReason::NetworkChange => self.on_network_change(now),
@@ -430,7 +403,7 @@ impl LongLink {
     /// The network changed (Mars §8): the link (or connect) is torn down,
     /// running tasks fail with [`LocalError::Interrupted`], and
     /// [`LongLinkEvent::WantConnect`] follows at once.
-    pub fn on_network_change(&mut self, now: Instant) {
+    pub(crate) fn on_network_change(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Shutdown) {
             return;
@@ -440,8 +413,9 @@ impl LongLink {
         self.drain_monitor();
     }
 
+    #[cfg(test)]
     /// Where the link stands.
-    pub fn state(&self) -> LinkState {
+    pub(crate) fn state(&self) -> LinkState {
         match self.phase {
             Phase::Idle => LinkState::Idle,
             Phase::Connecting(_) => LinkState::Connecting,
@@ -452,20 +426,22 @@ impl LongLink {
     }
 
     /// Whether tasks may be sent.
-    pub fn is_connected(&self) -> bool {
+    pub(crate) fn is_connected(&self) -> bool {
         matches!(self.phase, Phase::Connected(_))
     }
 
+    #[cfg(test)]
     /// The connected endpoint, if connected.
-    pub fn endpoint(&self) -> Option<SocketAddr> {
+    pub(crate) fn endpoint(&self) -> Option<SocketAddr> {
         match &self.phase {
             Phase::Connected(link) => Some(link.addr),
             _ => None,
         }
     }
 
+    #[cfg(test)]
     /// The established connection, if connected.
-    pub fn conn(&self) -> Option<ConnId> {
+    pub(crate) fn conn(&self) -> Option<ConnId> {
         match &self.phase {
             Phase::Connected(link) => Some(link.conn),
             _ => None,
@@ -482,7 +458,7 @@ impl LongLink {
     /// reached, the id is reserved or already running, or the body is too
     /// large. Nothing is written then.
     #[allow(clippy::too_many_arguments)] // the design's signature: one call per task
-    pub fn send_task(
+    pub(crate) fn send_task(
         &mut self,
         now: Instant,
         task: TaskId,
@@ -536,7 +512,7 @@ impl LongLink {
     /// Forgets a running task: no event for it; a late response is dropped
     /// (counted in [`unknown_frames`](Self::unknown_frames)). Unknown ids are
     /// ignored.
-    pub fn cancel_task(&mut self, now: Instant, task: TaskId) {
+    pub(crate) fn cancel_task(&mut self, now: Instant, task: TaskId) {
         self.clock.observe(now);
         if let Phase::Connected(link) = &mut self.phase {
             link.tasks.remove(task);
@@ -544,30 +520,33 @@ impl LongLink {
     }
 
     /// Tasks awaiting their response.
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         match &self.phase {
             Phase::Connected(link) => link.tasks.len(),
             _ => 0,
         }
     }
 
+    #[cfg(test)]
     /// Whether `task` is awaiting its response.
-    pub fn is_running(&self, task: TaskId) -> bool {
+    pub(crate) fn is_running(&self, task: TaskId) -> bool {
         match &self.phase {
             Phase::Connected(link) => link.tasks.contains(task),
             _ => false,
         }
     }
 
+    #[cfg(test)]
     /// Received frames that matched nothing (unknown seq, a cancelled task's
     /// late response, an unrequested identify response). Noop responses are
     /// always consumed.
-    pub fn unknown_frames(&self) -> u64 {
+    pub(crate) fn unknown_frames(&self) -> u64 {
         self.unknown_frames
     }
 
+    #[cfg(any(test, fuzzing))]
     /// Bytes the frame decoder holds (bounded by `20 + max_body_len`).
-    pub fn decoder_buffered_len(&self) -> usize {
+    pub(crate) fn decoder_buffered_len(&self) -> usize {
         match &self.phase {
             Phase::Connected(link) => link.decoder.buffered_len(),
             _ => 0,
@@ -576,7 +555,13 @@ impl LongLink {
 
     /// Feeds what happened on `conn`. Events for connections this link does
     /// not own (any more) are ignored.
-    pub fn handle_event(&mut self, now: Instant, conn: ConnId, ev: ConnEvent, ids: &mut ConnIds) {
+    pub(crate) fn handle_event(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        ev: ConnEvent,
+        ids: &mut ConnIds,
+    ) {
         let now = self.clock.observe(now);
         match &mut self.phase {
             Phase::Connecting(c) => {
@@ -620,7 +605,7 @@ impl LongLink {
 
     /// Fires every timer due at `now`: the race's, the running tasks', the
     /// heartbeat's and the monitor's. Idempotent; safe to call early.
-    pub fn handle_timeout(&mut self, now: Instant, ids: &mut ConnIds) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant, ids: &mut ConnIds) {
         let now = self.clock.observe(now);
         match &mut self.phase {
             Phase::Shutdown => return,
@@ -643,7 +628,7 @@ impl LongLink {
 
     /// The app's answer to [`LongLinkEvent::AskIdentify`]. Ignored unless the
     /// link is connected and waiting for it.
-    pub fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
+    pub(crate) fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
         let now = self.clock.observe(now);
         let Phase::Connected(link) = &mut self.phase else {
             return;
@@ -653,7 +638,7 @@ impl LongLink {
     }
 
     /// The app moved to the foreground or background (monitor schedule).
-    pub fn set_foreground(&mut self, now: Instant, fg: bool) {
+    pub(crate) fn set_foreground(&mut self, now: Instant, fg: bool) {
         let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Shutdown) {
             return;
@@ -664,7 +649,7 @@ impl LongLink {
 
     /// A task is waiting for the link (Mars `MakeSureConnected`): the monitor
     /// asks for a connect when its task interval allows.
-    pub fn task_needs_link(&mut self, now: Instant) {
+    pub(crate) fn task_needs_link(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Shutdown) {
             return;
@@ -674,14 +659,14 @@ impl LongLink {
     }
 
     /// The next event, if any.
-    pub fn poll_event(&mut self) -> Option<LongLinkEvent> {
+    pub(crate) fn poll_event(&mut self) -> Option<LongLinkEvent> {
         self.events.pop_front()
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next. Never
     /// earlier than the latest `now` given (a timer already due reads as
     /// "now").
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         let mut t = match &self.phase {
             Phase::Shutdown => return None,
             Phase::Connecting(c) => c.race.poll_timeout(),

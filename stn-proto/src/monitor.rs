@@ -12,23 +12,7 @@
 //! actions. **After every call, drain [`ConnectMonitor::poll_action`] until
 //! `None`, then read [`ConnectMonitor::poll_timeout`].**
 //!
-//! ```
-//! use stn_proto::monitor::{ConnectMonitor, ConnectMonitorConfig, ConnectReason, MonitorAction};
-//! use stn_proto::time::{Duration, Instant};
-//! use stn_proto::Profile;
-//!
-//! let t0 = Instant::from_secs(100);
-//! let mut m = ConnectMonitor::new(t0, ConnectMonitorConfig::for_profile(Profile::Mars), true);
-//! // Startup: an auto evaluation is due at once and connects (nothing was tried yet).
-//! m.handle_timeout(t0);
-//! assert_eq!(m.poll_action(), Some(MonitorAction::Connect { reason: ConnectReason::Auto }));
-//! m.on_connect_started(t0);
-//! m.on_disconnected(t0 + Duration::from_secs(2)); // the attempt failed
-//! // 500 ms later the monitor re-evaluates; foreground < 1 min → 15 s from the attempt start.
-//! m.handle_timeout(t0 + Duration::from_millis(2_500));
-//! assert_eq!(m.poll_action(), None);
-//! assert_eq!(m.poll_timeout(), Some(t0 + Duration::from_secs(15)));
-//! ```
+//! (The example runs as the unit test `examples::monitor`.)
 
 use std::collections::VecDeque;
 
@@ -38,7 +22,7 @@ use crate::time::{Duration, Instant, MonotonicClock};
 
 /// Mars's activity columns, in table order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ActivityState {
+pub(crate) enum ActivityState {
     /// Foreground, less than 1 min since the last foreground change.
     FgUnder1Min,
     /// Foreground for 1 to 10 min.
@@ -53,7 +37,7 @@ pub enum ActivityState {
 
 impl ActivityState {
     /// The column index into Mars's interval tables (0..5).
-    pub const fn column(self) -> usize {
+    pub(crate) const fn column(self) -> usize {
         match self {
             ActivityState::FgUnder1Min => 0,
             ActivityState::Fg1To10Min => 1,
@@ -64,13 +48,14 @@ impl ActivityState {
     }
 
     /// Whether the app counts as active (every column but `Inactive`).
-    pub const fn is_active(self) -> bool {
+    pub(crate) const fn is_active(self) -> bool {
         !matches!(self, ActivityState::Inactive)
     }
 }
 
-/// Thresholds of [`Activity`].
+/// Thresholds of `Activity`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ActivityConfig {
     /// Background this long makes the app inactive (Mars `INACTIVE_TIMEOUT`:
     /// 10 min; Mars on Apple never starts this timer — use `Duration::MAX`).
@@ -104,17 +89,9 @@ impl Default for ActivityConfig {
 /// Foreground/background tracking (Mars `ActiveLogic`): active = foreground,
 /// or background for less than `inactive_after`.
 ///
-/// ```
-/// use stn_proto::monitor::{Activity, ActivityConfig, ActivityState};
-/// use stn_proto::time::Instant;
-/// let mut a = Activity::new(Instant::ZERO, ActivityConfig::default(), true);
-/// assert_eq!(a.state(Instant::from_secs(30)), ActivityState::FgUnder1Min);
-/// a.set_foreground(Instant::from_secs(60), false);
-/// assert_eq!(a.state(Instant::from_secs(60 + 599)), ActivityState::BackgroundActive);
-/// assert_eq!(a.state(Instant::from_secs(60 + 600)), ActivityState::Inactive);
-/// ```
+/// (The example runs as the unit test `examples::monitor_activity`.)
 #[derive(Clone, Debug)]
-pub struct Activity {
+pub(crate) struct Activity {
     config: ActivityConfig,
     foreground: bool,
     changed_at: Instant,
@@ -122,7 +99,7 @@ pub struct Activity {
 
 impl Activity {
     /// Starts in the foreground or background at `now` (the last change).
-    pub fn new(now: Instant, config: ActivityConfig, foreground: bool) -> Self {
+    pub(crate) fn new(now: Instant, config: ActivityConfig, foreground: bool) -> Self {
         Activity {
             config,
             foreground,
@@ -132,7 +109,7 @@ impl Activity {
 
     /// Records a foreground change; returns whether anything changed. A repeat
     /// of the current state is ignored so it does not restart the columns.
-    pub fn set_foreground(&mut self, now: Instant, foreground: bool) -> bool {
+    pub(crate) fn set_foreground(&mut self, now: Instant, foreground: bool) -> bool {
         if foreground == self.foreground {
             return false;
         }
@@ -142,22 +119,17 @@ impl Activity {
     }
 
     /// Whether the app is in the foreground.
-    pub fn is_foreground(&self) -> bool {
+    pub(crate) fn is_foreground(&self) -> bool {
         self.foreground
     }
 
-    /// When the foreground state last changed.
-    pub fn changed_at(&self) -> Instant {
-        self.changed_at
-    }
-
     /// Whether the app is active at `now`.
-    pub fn is_active(&self, now: Instant) -> bool {
+    pub(crate) fn is_active(&self, now: Instant) -> bool {
         self.state(now).is_active()
     }
 
     /// The activity column at `now`.
-    pub fn state(&self, now: Instant) -> ActivityState {
+    pub(crate) fn state(&self, now: Instant) -> ActivityState {
         let since = now - self.changed_at;
         match (self.foreground, since) {
             (true, s) if s < self.config.fg_short => ActivityState::FgUnder1Min,
@@ -169,7 +141,7 @@ impl Activity {
     }
 
     /// When the app turns inactive, if it is in the background and still active at `now`.
-    pub fn inactive_at(&self, now: Instant) -> Option<Instant> {
+    pub(crate) fn inactive_at(&self, now: Instant) -> Option<Instant> {
         let at = self.changed_at + self.config.inactive_after;
         (!self.foreground && at > now && at != Instant::MAX).then_some(at)
     }
@@ -178,6 +150,7 @@ impl Activity {
 /// stn's reconnect back-off, used instead of Mars's plain tables' first
 /// entries (see [`ConnectMonitorConfig::for_profile`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReconnectBackoff {
     /// Interval after the first failure.
     pub first: Duration,
@@ -191,8 +164,9 @@ pub struct ReconnectBackoff {
     pub stable_after: Duration,
 }
 
-/// Constants of the [`ConnectMonitor`].
+/// Constants of the `ConnectMonitor`.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ConnectMonitorConfig {
     /// Activity thresholds.
     pub activity: ActivityConfig,
@@ -210,10 +184,10 @@ pub struct ConnectMonitorConfig {
     /// Connect at once when the app comes to the foreground (stn), instead of
     /// the auto interval (Mars).
     pub immediate_on_foreground: bool,
-    /// Seed of the jitter generator (unused without a back-off). Give every
-    /// client its own (e.g. derived from the engine's root seed and a device
-    /// id): a fleet sharing one seed would jitter in lock-step.
-    pub seed: u64,
+    // Seed of the jitter generator (unused without a back-off). The engine
+    // derives it from `Config::seed` (give every client its own: a fleet
+    // sharing one seed would jitter in lock-step), so it is not a knob here.
+    pub(crate) seed: u64,
 }
 
 fn secs(table: [u64; 5]) -> [Duration; 5] {
@@ -276,7 +250,7 @@ impl Default for ConnectMonitorConfig {
 
 /// Why the monitor asks for a connect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum ConnectReason {
+pub(crate) enum ConnectReason {
     /// A task is waiting for the long link (Mars `MakeSureConnected`).
     TaskNeedsLink,
     /// Automatic reconnect (after a disconnect, at startup, on an activity change).
@@ -289,7 +263,7 @@ pub enum ConnectReason {
 
 /// What the [`ConnectMonitor`] asks the caller to do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MonitorAction {
+pub(crate) enum MonitorAction {
     /// Start connecting the long link now. Answer with
     /// [`ConnectMonitor::on_connect_started`] (optional), then
     /// [`ConnectMonitor::on_connected`] or [`ConnectMonitor::on_disconnected`].
@@ -338,7 +312,7 @@ impl Row {
 /// Only one connect is ever outstanding: nothing is asked while the link is
 /// connecting or connected.
 #[derive(Clone, Debug)]
-pub struct ConnectMonitor {
+pub(crate) struct ConnectMonitor {
     config: ConnectMonitorConfig,
     clock: MonotonicClock,
     activity: Activity,
@@ -357,7 +331,7 @@ pub struct ConnectMonitor {
 impl ConnectMonitor {
     /// A monitor for a link that is down, with an auto evaluation due at `now`
     /// (Mars connects the long link at startup).
-    pub fn new(now: Instant, config: ConnectMonitorConfig, foreground: bool) -> Self {
+    pub(crate) fn new(now: Instant, config: ConnectMonitorConfig, foreground: bool) -> Self {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
         let rng = Rng::derive(config.seed, 0x6d6f_6e69);
@@ -378,19 +352,21 @@ impl ConnectMonitor {
         }
     }
 
+    #[cfg(test)]
     /// The activity tracker.
-    pub fn activity(&self) -> &Activity {
+    pub(crate) fn activity(&self) -> &Activity {
         &self.activity
     }
 
+    #[cfg(test)]
     /// Consecutive failed attempts (drives the stn back-off).
-    pub fn failures(&self) -> u32 {
+    pub(crate) fn failures(&self) -> u32 {
         self.failures
     }
 
     /// The app moved to the foreground or background: re-evaluates the auto
     /// schedule (stn: connects at once on coming to the foreground).
-    pub fn set_foreground(&mut self, now: Instant, foreground: bool) {
+    pub(crate) fn set_foreground(&mut self, now: Instant, foreground: bool) {
         let now = self.enter(now);
         if self.activity.set_foreground(now, foreground) {
             if foreground && self.config.immediate_on_foreground {
@@ -404,7 +380,7 @@ impl ConnectMonitor {
 
     /// A task needs the long link: connect if the task interval has passed
     /// since the last attempt started, else when it will have.
-    pub fn task_needs_link(&mut self, now: Instant) {
+    pub(crate) fn task_needs_link(&mut self, now: Instant) {
         let now = self.enter(now);
         self.evaluate(now, Row::Task);
         self.refresh(now);
@@ -415,7 +391,7 @@ impl ConnectMonitor {
     /// does, even if the new network is "none": the engine may hold this call
     /// until a network is available) and forgets past failures, which
     /// belonged to the old network.
-    pub fn on_network_change(&mut self, now: Instant) {
+    pub(crate) fn on_network_change(&mut self, now: Instant) {
         let now = self.enter(now);
         self.link = Link::Down;
         self.failures = 0;
@@ -425,7 +401,7 @@ impl ConnectMonitor {
 
     /// A connect attempt started (asked for by the monitor or not). Intervals
     /// are measured from here.
-    pub fn on_connect_started(&mut self, now: Instant) {
+    pub(crate) fn on_connect_started(&mut self, now: Instant) {
         let now = self.enter(now);
         self.link = Link::Connecting;
         self.last_attempt_start = Some(now);
@@ -434,7 +410,7 @@ impl ConnectMonitor {
     }
 
     /// The long link is connected.
-    pub fn on_connected(&mut self, now: Instant) {
+    pub(crate) fn on_connected(&mut self, now: Instant) {
         let now = self.enter(now);
         self.link = Link::Connected;
         self.connected_at = now;
@@ -444,7 +420,7 @@ impl ConnectMonitor {
 
     /// The long link disconnected or the connect failed: re-evaluates after
     /// `disconnect_settle` (500 ms).
-    pub fn on_disconnected(&mut self, now: Instant) {
+    pub(crate) fn on_disconnected(&mut self, now: Instant) {
         let now = self.enter(now);
         let stable = self.link == Link::Connected
             && self
@@ -468,18 +444,18 @@ impl ConnectMonitor {
     }
 
     /// Fires the timers due at `now`. Idempotent; safe to call early.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         let now = self.enter(now);
         self.refresh(now);
     }
 
     /// The next action, if any.
-    pub fn poll_action(&mut self) -> Option<MonitorAction> {
+    pub(crate) fn poll_action(&mut self) -> Option<MonitorAction> {
         self.actions.pop_front()
     }
 
     /// The next deadline, if any.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         [self.auto_at, self.task_at, self.inactive_at]
             .into_iter()
             .flatten()

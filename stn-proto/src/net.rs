@@ -1,7 +1,7 @@
 //! Network vocabulary shared by the machines: endpoints, network kinds and the
 //! ways a connection attempt can fail.
 
-pub use std::net::{IpAddr, SocketAddr};
+pub(crate) use std::net::{IpAddr, SocketAddr};
 
 /// What kind of network the device is on. Mars's timeouts distinguish only
 /// "mobile" from everything else ("W" = Wi-Fi, other or none).

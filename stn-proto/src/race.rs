@@ -136,50 +136,7 @@
 //!
 //! # Example
 //!
-//! ```
-//! use stn_proto::net::{ConnectError, SocketAddr};
-//! use stn_proto::race::{AttemptResult, Race, RaceAction, RaceConfig};
-//! use stn_proto::time::{Duration, Instant};
-//! use stn_proto::Profile;
-//!
-//! let a: SocketAddr = "10.0.0.1:443".parse().unwrap();
-//! let b: SocketAddr = "10.0.0.2:443".parse().unwrap();
-//! let t0 = Instant::from_secs(100);
-//! let config = RaceConfig::for_profile(Profile::Stn);
-//! // RTT hint 100 ms → stagger clamp(2·100 + 50, 100, 2000) = 250 ms.
-//! let mut race = Race::new(t0, config, vec![a, b], Some(Duration::from_millis(100)), None);
-//!
-//! // The first attempt starts at once.
-//! let first = match race.poll_action() {
-//!     Some(RaceAction::Connect { attempt, addr }) => { assert_eq!(addr, a); attempt }
-//!     other => panic!("{other:?}"),
-//! };
-//! assert_eq!(race.poll_action(), None);
-//! assert_eq!(race.poll_timeout(), Some(t0 + Duration::from_millis(250)));
-//!
-//! // `a` refuses: stn starts the next candidate at once.
-//! let t1 = t0 + Duration::from_millis(40);
-//! race.handle_failed(t1, first, ConnectError::Refused);
-//! assert!(matches!(
-//!     race.poll_action(),
-//!     Some(RaceAction::Report { result: AttemptResult::Failed(ConnectError::Refused), .. })
-//! ));
-//! let second = match race.poll_action() {
-//!     Some(RaceAction::Connect { attempt, addr }) => { assert_eq!(addr, b); attempt }
-//!     other => panic!("{other:?}"),
-//! };
-//!
-//! // `b` connects 60 ms later and wins.
-//! race.handle_connected(t1 + Duration::from_millis(60), second);
-//! assert!(matches!(race.poll_action(), Some(RaceAction::Report { .. })));
-//! assert_eq!(
-//!     race.poll_action(),
-//!     Some(RaceAction::Won { attempt: second, addr: b, connect_time: Duration::from_millis(60) })
-//! );
-//! assert_eq!(race.poll_action(), None);
-//! assert!(race.is_finished());
-//! assert_eq!(race.poll_timeout(), None);
-//! ```
+//! (The example runs as the unit test `examples::race`.)
 
 use std::collections::{BTreeSet, VecDeque};
 
@@ -194,14 +151,15 @@ mod tests;
 /// `clamp(rtt_factor · rtt + margin, min, max)`.
 ///
 /// ```
-/// use stn_proto::race::AdaptiveStagger;
-/// use stn_proto::time::Duration;
+/// use stn_proto::config::AdaptiveStagger;
+/// use stn_proto::Duration;
 /// let a = AdaptiveStagger::default();
 /// assert_eq!(a.stagger_for(Duration::from_millis(10)), Duration::from_millis(100));
 /// assert_eq!(a.stagger_for(Duration::from_millis(200)), Duration::from_millis(450));
 /// assert_eq!(a.stagger_for(Duration::from_secs(5)), Duration::from_secs(2));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AdaptiveStagger {
     /// Lower bound (RFC 8305 §8: 100 ms recommended, never below 10 ms).
     pub min: Duration,
@@ -243,8 +201,8 @@ impl AdaptiveStagger {
 /// its start, where `rtt` is the race's RTT hint or `assumed_rtt`.
 ///
 /// ```
-/// use stn_proto::race::AbandonPolicy;
-/// use stn_proto::time::Duration;
+/// use stn_proto::config::AbandonPolicy;
+/// use stn_proto::Duration;
 /// let p = AbandonPolicy::default();
 /// assert_eq!(p.abandon_after(Some(Duration::from_millis(200))), Duration::from_millis(1300));
 /// assert_eq!(p.abandon_after(Some(Duration::from_millis(800))), Duration::from_millis(2400));
@@ -301,8 +259,8 @@ impl AbandonPolicy {
 /// its SYN) until its own deadline, a win or the end of the race.
 ///
 /// ```
-/// use stn_proto::race::{ProbeFloor, RaceConfig};
-/// use stn_proto::time::Duration;
+/// use stn_proto::config::{ProbeFloor, RaceConfig};
+/// use stn_proto::Duration;
 /// use stn_proto::Profile;
 /// let f = ProbeFloor::default();
 /// let mars = RaceConfig::for_profile(Profile::Mars);
@@ -310,6 +268,7 @@ impl AbandonPolicy {
 /// assert_eq!(f.stagger, Duration::from_millis(2500));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ProbeFloor {
     /// Minimum time between two floor starts (Mars "interval").
     pub stagger: Duration,
@@ -347,8 +306,9 @@ pub enum LoserReports {
     Outpaced,
 }
 
-/// Configuration of a [`Race`].
+/// Configuration of a `Race`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RaceConfig {
     /// Minimum time between two attempt starts (Mars "interval"). Used as is
     /// when `adaptive_stagger` is `None` or the race has no RTT hint.
@@ -438,9 +398,9 @@ impl Default for RaceConfig {
 
 /// Identifies one attempt of a race: its start order, from 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct AttemptId(pub u32);
+pub(crate) struct AttemptId(pub u32);
 
-/// How one attempt ended, as reported in [`RaceAction::Report`].
+/// How one attempt ended, as reported in `RaceAction::Report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum AttemptResult {
     /// It connected (and won).
@@ -465,7 +425,7 @@ pub enum AttemptResult {
 
 /// Why a race failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum FailReason {
+pub(crate) enum FailReason {
     /// The candidate list was empty.
     NoCandidates,
     /// Every attempt failed and no more may start.
@@ -476,7 +436,7 @@ pub enum FailReason {
 
 /// What the caller must do; drain with [`Race::poll_action`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RaceAction {
+pub(crate) enum RaceAction {
     /// Open a non-blocking TCP connection to `addr` for `attempt`.
     Connect {
         /// The new attempt.
@@ -523,7 +483,7 @@ pub enum RaceAction {
 
 /// Where an attempt stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AttemptState {
+pub(crate) enum AttemptState {
     /// Still connecting.
     Connecting,
     /// It connected and won.
@@ -540,7 +500,7 @@ pub enum AttemptState {
 
 /// Per-attempt statistics, from [`Race::attempts`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AttemptStats {
+pub(crate) struct AttemptStats {
     /// The attempt.
     pub id: AttemptId,
     /// Its address.
@@ -573,7 +533,7 @@ pub struct AttemptStats {
 
 /// How a finished race ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RaceOutcome {
+pub(crate) enum RaceOutcome {
     /// An attempt connected.
     Won(AttemptId),
     /// No attempt connected.
@@ -584,7 +544,7 @@ pub enum RaceOutcome {
 
 /// Connection racing state machine. See the [module docs](self).
 #[derive(Clone, Debug)]
-pub struct Race {
+pub(crate) struct Race {
     config: RaceConfig,
     candidates: Vec<SocketAddr>,
     rtt_hint: Option<Duration>,
@@ -614,7 +574,7 @@ impl Race {
     /// time; `deadline` bounds the whole race. The first
     /// [`RaceAction::Connect`] is queued at once; an empty list queues
     /// [`RaceAction::Failed`] with [`FailReason::NoCandidates`].
-    pub fn new(
+    pub(crate) fn new(
         now: Instant,
         config: RaceConfig,
         candidates: Vec<SocketAddr>,
@@ -666,7 +626,7 @@ impl Race {
     /// once the race is over. A connection reported after the overall deadline
     /// but before a [`Race::handle_timeout`] noticed it still wins: the socket
     /// is good and the caller asked for it.
-    pub fn handle_connected(&mut self, now: Instant, attempt: AttemptId) {
+    pub(crate) fn handle_connected(&mut self, now: Instant, attempt: AttemptId) {
         let now = self.clock.observe(now);
         let Some(i) = self.live_index(attempt) else {
             // Nothing to do for this attempt, but time moved: deadlines that
@@ -716,7 +676,7 @@ impl Race {
     /// in the race (its deadlines still run, so a stalled handshake is
     /// abandoned like a stalled connect) and its connect time is taken now.
     /// Ignored for unknown or finished attempts and once the race is over.
-    pub fn handle_tcp_connected(&mut self, now: Instant, attempt: AttemptId) {
+    pub(crate) fn handle_tcp_connected(&mut self, now: Instant, attempt: AttemptId) {
         let now = self.clock.observe(now);
         if let Some(i) = self.live_index(attempt) {
             self.attempts[i].tcp_connected.get_or_insert(now);
@@ -727,7 +687,7 @@ impl Race {
     /// The adapter saw `attempt` fail at `now` (its socket is already closed:
     /// no [`RaceAction::Cancel`] follows). Frees a slot. Ignored for unknown or
     /// finished attempts and once the race is over.
-    pub fn handle_failed(&mut self, now: Instant, attempt: AttemptId, error: ConnectError) {
+    pub(crate) fn handle_failed(&mut self, now: Instant, attempt: AttemptId, error: ConnectError) {
         let now = self.clock.observe(now);
         let Some(i) = self.live_index(attempt) else {
             self.drive(now);
@@ -743,7 +703,7 @@ impl Race {
 
     /// Processes every deadline at or before `now`. Idempotent; safe to call
     /// early.
-    pub fn handle_timeout(&mut self, now: Instant) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         self.drive(now);
     }
@@ -752,7 +712,7 @@ impl Race {
     /// (no reports: a cancelled attempt says nothing about its address) and
     /// the race ends as [`RaceOutcome::Cancelled`] without a `Won`/`Failed`
     /// action. Ignored once the race is over.
-    pub fn cancel(&mut self, now: Instant) {
+    pub(crate) fn cancel(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         if self.outcome.is_some() {
             return;
@@ -767,13 +727,13 @@ impl Race {
     }
 
     /// The next action, if any. Drain until `None` after every input.
-    pub fn poll_action(&mut self) -> Option<RaceAction> {
+    pub(crate) fn poll_action(&mut self) -> Option<RaceAction> {
         self.actions.pop_front()
     }
 
     /// When to call [`Race::handle_timeout`] next; `None` once finished. After
     /// a drain it is later than the latest `now` given.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         if self.outcome.is_some() {
             return None;
         }
@@ -798,61 +758,55 @@ impl Race {
     }
 
     /// Attempts started so far.
-    pub fn attempts_started(&self) -> u32 {
+    pub(crate) fn attempts_started(&self) -> u32 {
         u32::try_from(self.attempts.len()).unwrap_or(u32::MAX)
     }
 
     /// Attempts currently connecting (open sockets), passive ones included:
     /// at most `max_in_flight`, plus `floor.max_open` under a [`ProbeFloor`].
-    pub fn in_flight(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.open().count()
     }
 
     /// Attempts connecting in one of the `max_in_flight` slots (not passive).
-    pub fn active(&self) -> usize {
+    pub(crate) fn active(&self) -> usize {
         self.open().filter(|a| a.passive_since.is_none()).count()
     }
 
     /// Whether the race is over (won, failed or cancelled). Queued actions may
     /// remain to be drained.
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.outcome.is_some()
     }
 
+    #[cfg(any(test, fuzzing))]
     /// How the race ended, once it has.
-    pub fn outcome(&self) -> Option<RaceOutcome> {
+    pub(crate) fn outcome(&self) -> Option<RaceOutcome> {
         self.outcome
     }
 
     /// Every attempt started so far, in start order (index = [`AttemptId`]).
-    pub fn attempts(&self) -> &[AttemptStats] {
+    pub(crate) fn attempts(&self) -> &[AttemptStats] {
         &self.attempts
     }
 
+    #[cfg(test)]
     /// One attempt's statistics.
-    pub fn attempt(&self, id: AttemptId) -> Option<&AttemptStats> {
+    pub(crate) fn attempt(&self, id: AttemptId) -> Option<&AttemptStats> {
         self.attempts.get(usize::try_from(id.0).ok()?)
     }
 
+    #[cfg(test)]
     /// The stagger this race uses (adapted to the RTT hint under stn).
-    pub fn stagger(&self) -> Duration {
+    pub(crate) fn stagger(&self) -> Duration {
         self.stagger
     }
 
+    #[cfg(test)]
     /// The overall deadline: the caller's or `overall_timeout` after the start,
     /// whichever is first.
-    pub fn deadline(&self) -> Option<Instant> {
+    pub(crate) fn deadline(&self) -> Option<Instant> {
         self.deadline
-    }
-
-    /// The configuration.
-    pub fn config(&self) -> &RaceConfig {
-        &self.config
-    }
-
-    /// The candidate list.
-    pub fn candidates(&self) -> &[SocketAddr] {
-        &self.candidates
     }
 
     // ---- the one place where time-driven transitions happen ----

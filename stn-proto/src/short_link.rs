@@ -63,56 +63,7 @@
 //!
 //! # Example
 //!
-//! ```
-//! use bytes::Bytes;
-//! use stn_proto::io::{ConnEvent, ConnIds, IoAction};
-//! use stn_proto::short_link::*;
-//! use stn_proto::time::{Duration, Instant};
-//!
-//! let addr = "192.0.2.1:80".parse().unwrap();
-//! let mut ids = ConnIds::new();
-//! let t0 = Instant::from_secs(10);
-//! let req = ExchangeRequest {
-//!     candidates: vec![addr],
-//!     host: Some("example.com".into()),
-//!     cgi: "/echo".into(),
-//!     headers: vec![],
-//!     body: Bytes::from_static(b"ping"),
-//!     rtt_hint: None,
-//!     timeouts: ExchangeTimeouts {
-//!         first_packet: Duration::from_secs(12),
-//!         read_write: Duration::from_secs(17),
-//!         packet_gap: Duration::from_secs(8),
-//!         long_polling: None,
-//!     },
-//!     deadline: Some(t0 + Duration::from_secs(40)),
-//! };
-//! let mut ex = ShortLinkExchange::start(t0, &ExchangeConfig::default(), req, &mut ids);
-//! let conn = match ex.poll_action() {
-//!     Some(ExchangeAction::Io(IoAction::Connect { conn, .. })) => conn,
-//!     other => panic!("{other:?}"),
-//! };
-//! assert_eq!(ex.poll_action(), None);
-//!
-//! let t1 = t0 + Duration::from_millis(30);
-//! ex.handle_event(t1, conn, ConnEvent::Connected, &mut ids);
-//! // The connect is reported, then the request goes out.
-//! assert!(matches!(ex.poll_action(), Some(ExchangeAction::Endpoint(r)) if r.ok));
-//! assert!(matches!(ex.poll_action(), Some(ExchangeAction::Io(IoAction::Send { .. }))));
-//! assert_eq!(ex.poll_timeout(), Some(t1 + Duration::from_secs(12))); // first packet
-//!
-//! let t2 = t1 + Duration::from_millis(40);
-//! let reply = Bytes::from_static(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\npong");
-//! ex.handle_event(t2, conn, ConnEvent::Received(reply), &mut ids);
-//! assert_eq!(ex.poll_action(), Some(ExchangeAction::Io(IoAction::Close { conn })));
-//! assert!(matches!(ex.poll_action(), Some(ExchangeAction::Endpoint(r)) if r.ok));
-//! let Some(ExchangeAction::Finished(result)) = ex.poll_action() else { panic!() };
-//! assert_eq!(result.outcome.unwrap().body, &b"pong"[..]);
-//! assert_eq!(result.connect_time, Some(Duration::from_millis(30)));
-//! assert_eq!(result.first_packet_after, Some(Duration::from_millis(40)));
-//! assert!(ex.is_finished());
-//! assert_eq!(ex.poll_timeout(), None);
-//! ```
+//! (The example runs as the unit test `examples::short_link`.)
 
 use std::collections::{BTreeMap, VecDeque};
 
@@ -134,9 +85,10 @@ use crate::time::{Duration, Instant, MonotonicClock};
 mod tests;
 
 /// The per-attempt timers of one exchange, all measured from the moment the
-/// request is sent (see the [module docs](self)). The engine computes them
-/// ([`crate::timeout`]); the exchange only enforces them.
+/// request is sent (see the module docs). The engine computes them
+/// (`crate::timeout`); the exchange only enforces them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExchangeTimeouts {
     /// No response byte within this → [`TimeoutKind::FirstPacket`]. Not used
     /// when `long_polling` is set.
@@ -153,7 +105,7 @@ pub struct ExchangeTimeouts {
 
 /// One attempt of one short-link task: where to connect and what to send.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExchangeRequest {
+pub(crate) struct ExchangeRequest {
     /// Addresses to race, in the engine's order (bans applied); duplicates
     /// are separate attempts. Empty → [`DnsError::NoCandidates`].
     pub candidates: Vec<SocketAddr>,
@@ -174,8 +126,9 @@ pub struct ExchangeRequest {
     pub deadline: Option<Instant>,
 }
 
-/// Configuration of a [`ShortLinkExchange`].
+/// Configuration of a `ShortLinkExchange`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ExchangeConfig {
     /// How to race the candidates.
     pub race: RaceConfig,
@@ -252,7 +205,7 @@ impl EndpointReport {
 
 /// How an exchange ended, with its measurements.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ExchangeResult {
+pub(crate) struct ExchangeResult {
     /// The status-200 response, or why the attempt failed.
     pub outcome: Result<HttpResponse, Error>,
     /// The address that won the race, if one did.
@@ -281,7 +234,7 @@ pub struct ExchangeResult {
 /// A connection an exchange left open for the next one (Mars's keep-alive
 /// socket pool, reference §6).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct KeptConn {
+pub(crate) struct KeptConn {
     /// The connection.
     pub conn: ConnId,
     /// Its peer.
@@ -292,7 +245,7 @@ pub struct KeptConn {
 
 /// What the caller must do; drain with [`ShortLinkExchange::poll_action`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ExchangeAction {
+pub(crate) enum ExchangeAction {
     /// A socket operation.
     Io(IoAction),
     /// Record an outcome in the endpoint history.
@@ -314,7 +267,7 @@ enum ConnState {
 
 /// One short-link attempt as a sans-IO machine. See the [module docs](self).
 #[derive(Clone, Debug)]
-pub struct ShortLinkExchange {
+pub(crate) struct ShortLinkExchange {
     http: HttpLimits,
     host: Option<String>,
     cgi: String,
@@ -401,7 +354,7 @@ impl ShortLinkExchange {
     /// Starts the attempt at `now`: the first `Connect` is queued at once
     /// (unless the request is invalid, the deadline has passed or there are no
     /// candidates, in which case `Finished` is queued instead).
-    pub fn start(
+    pub(crate) fn start(
         now: Instant,
         cfg: &ExchangeConfig,
         req: ExchangeRequest,
@@ -425,7 +378,7 @@ impl ShortLinkExchange {
     /// earlier exchange ([`ExchangeResult::kept`]): no race, the request is
     /// sent at once. Everything else is as for [`start`](Self::start); a
     /// failure is counted against `addr` like any post-connect failure.
-    pub fn start_reused(
+    pub(crate) fn start_reused(
         now: Instant,
         cfg: &ExchangeConfig,
         req: ExchangeRequest,
@@ -446,7 +399,7 @@ impl ShortLinkExchange {
 
     /// Whether `conn` is one of this exchange's connections that is still
     /// connecting or open. Events for any other id are ignored.
-    pub fn owns(&self, conn: ConnId) -> bool {
+    pub(crate) fn owns(&self, conn: ConnId) -> bool {
         matches!(
             self.conns.get(&conn),
             Some(ConnState::Connecting(_) | ConnState::Open)
@@ -454,24 +407,30 @@ impl ShortLinkExchange {
     }
 
     /// When the request was sent (the race was won), if it was.
-    pub fn request_sent_at(&self) -> Option<Instant> {
+    pub(crate) fn request_sent_at(&self) -> Option<Instant> {
         self.sent_at
     }
 
     /// When the first response byte arrived, if one did.
-    pub fn first_byte_at(&self) -> Option<Instant> {
+    pub(crate) fn first_byte_at(&self) -> Option<Instant> {
         self.first_byte_at
     }
 
     /// Connection attempts the race has started so far.
-    pub fn connect_attempts(&self) -> u32 {
+    pub(crate) fn connect_attempts(&self) -> u32 {
         self.race.as_ref().map_or(0, Race::attempts_started)
     }
 
     /// Feeds what happened on `conn` at `now`. Deadlines up to `now` are
     /// processed first; events for unknown or closed connections, and
     /// everything after the end, are ignored.
-    pub fn handle_event(&mut self, now: Instant, conn: ConnId, ev: ConnEvent, ids: &mut ConnIds) {
+    pub(crate) fn handle_event(
+        &mut self,
+        now: Instant,
+        conn: ConnId,
+        ev: ConnEvent,
+        ids: &mut ConnIds,
+    ) {
         let now = self.clock.observe(now);
         if self.finished {
             return;
@@ -535,7 +494,7 @@ impl ShortLinkExchange {
 
     /// Processes every deadline at or before `now`. Idempotent; safe to call
     /// early.
-    pub fn handle_timeout(&mut self, now: Instant, ids: &mut ConnIds) {
+    pub(crate) fn handle_timeout(&mut self, now: Instant, ids: &mut ConnIds) {
         let now = self.clock.observe(now);
         if self.finished {
             return;
@@ -546,19 +505,19 @@ impl ShortLinkExchange {
     /// Cancels the attempt: every open or connecting connection is closed and
     /// the exchange finishes with [`Error::Cancelled`] (no endpoint report).
     /// Ignored once finished.
-    pub fn cancel(&mut self, now: Instant) {
+    pub(crate) fn cancel(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         self.finish(now, Err(Error::Cancelled), None);
     }
 
     /// The next action, if any. Drain until `None` after every input.
-    pub fn poll_action(&mut self) -> Option<ExchangeAction> {
+    pub(crate) fn poll_action(&mut self) -> Option<ExchangeAction> {
         self.actions.pop_front()
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next; `None` once
     /// finished. After a drain it is later than the latest `now` given.
-    pub fn poll_timeout(&self) -> Option<Instant> {
+    pub(crate) fn poll_timeout(&self) -> Option<Instant> {
         if self.finished {
             return None;
         }
@@ -573,8 +532,9 @@ impl ShortLinkExchange {
         (t != Instant::MAX).then_some(t)
     }
 
+    #[cfg(test)]
     /// Whether the exchange has ended (its `Finished` may still be queued).
-    pub fn is_finished(&self) -> bool {
+    pub(crate) fn is_finished(&self) -> bool {
         self.finished
     }
 

@@ -13,17 +13,17 @@ use bytes::Bytes;
 use crate::time::Duration;
 
 /// Highest accepted [`Task::priority`] value (lowest urgency). Mars: 0 ..= 5.
-pub const MAX_PRIORITY: u8 = 5;
+pub(crate) const MAX_PRIORITY: u8 = 5;
 /// Default priority, Mars's `kTaskPriorityNormal`.
-pub const DEFAULT_PRIORITY: u8 = 3;
+pub(crate) const DEFAULT_PRIORITY: u8 = 3;
 /// Largest accepted [`Task::retry_count`]; Mars rejects `retry_count > 30`.
-pub const MAX_RETRY_COUNT: u8 = 30;
+pub(crate) const MAX_RETRY_COUNT: u8 = 30;
 /// Retries used when [`Task::retry_count`] is `None` (Mars's `DEF_TASK_RETRY_COUNT`).
-pub const DEFAULT_RETRY_COUNT: u8 = 1;
+pub(crate) const DEFAULT_RETRY_COUNT: u8 = 1;
 /// Largest accepted [`Task::server_process_cost`]; Mars rejects more than 120 000 ms.
-pub const MAX_SERVER_PROCESS_COST: Duration = Duration::from_secs(120);
+pub(crate) const MAX_SERVER_PROCESS_COST: Duration = Duration::from_secs(120);
 /// Largest accepted [`Task::total_timeout`]; Mars rejects more than 600 000 ms.
-pub const MAX_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
+pub(crate) const MAX_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// Identifies a submitted task. On the long link it is the frame's `seq`, which
 /// is how responses find their task (`seq` 0 marks a server push).
@@ -33,7 +33,7 @@ pub const MAX_TOTAL_TIMEOUT: Duration = Duration::from_secs(600);
 /// [`TaskId::next`] never yields a reserved id.
 ///
 /// ```
-/// use stn_proto::task::TaskId;
+/// use stn_proto::TaskId;
 /// let id = TaskId::FIRST;
 /// assert_eq!(id.get(), 1);
 /// assert_eq!(TaskId::new(0xFFFF_FFEF).next(), TaskId::FIRST); // wraps past the reserved ids
@@ -185,25 +185,25 @@ impl fmt::Display for Channel {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 #[non_exhaustive]
 pub enum TaskError {
-    /// `priority` above [`MAX_PRIORITY`].
+    /// `priority` above `MAX_PRIORITY`.
     #[error("priority {priority} is out of range (0 highest ..= 5 lowest)")]
     PriorityOutOfRange {
         /// The value given.
         priority: u8,
     },
-    /// `retry_count` above [`MAX_RETRY_COUNT`].
+    /// `retry_count` above `MAX_RETRY_COUNT`.
     #[error("retry count {retry_count} exceeds the maximum of 30")]
     TooManyRetries {
         /// The value given.
         retry_count: u8,
     },
-    /// `server_process_cost` above [`MAX_SERVER_PROCESS_COST`].
+    /// `server_process_cost` above `MAX_SERVER_PROCESS_COST`.
     #[error("server process cost {cost:?} exceeds the maximum of 120s")]
     ServerProcessCostTooLarge {
         /// The value given.
         cost: Duration,
     },
-    /// `total_timeout` above [`MAX_TOTAL_TIMEOUT`].
+    /// `total_timeout` above `MAX_TOTAL_TIMEOUT`.
     #[error("total timeout {timeout:?} exceeds the maximum of 600s")]
     TotalTimeoutTooLarge {
         /// The value given.
@@ -278,8 +278,8 @@ impl TaskError {
 /// setters of the same names, then [`Task::validate`].
 ///
 /// ```
-/// use stn_proto::task::{Channel, Task};
-/// use stn_proto::time::Duration;
+/// use stn_proto::{Channel, Task};
+/// use stn_proto::Duration;
 ///
 /// let task = Task::new(1001, "/cgi-bin/hello", &b"payload"[..])
 ///     .channel(Channel::Both)
@@ -313,16 +313,16 @@ pub struct Task {
     /// How a `Both` task picks its link. Default [`ChannelStrategy::Normal`].
     pub channel_strategy: ChannelStrategy,
     /// 0 (highest) ..= 5 (lowest); the queue is FIFO within a priority.
-    /// Default [`DEFAULT_PRIORITY`].
+    /// Default `DEFAULT_PRIORITY`.
     pub priority: u8,
     /// Retries after the first attempt; `None` = Mars default
-    /// ([`DEFAULT_RETRY_COUNT`]). At most [`MAX_RETRY_COUNT`].
+    /// (`DEFAULT_RETRY_COUNT`). At most `MAX_RETRY_COUNT`.
     pub retry_count: Option<u8>,
     /// Expected server processing time; lengthens the first-packet and task
-    /// timeouts. `None` = unknown (Mars -1). At most [`MAX_SERVER_PROCESS_COST`].
+    /// timeouts. `None` = unknown (Mars -1). At most `MAX_SERVER_PROCESS_COST`.
     pub server_process_cost: Option<Duration>,
     /// Cap on the whole task, all attempts included, measured from submission.
-    /// `None` (or zero) = computed from the other fields. At most [`MAX_TOTAL_TIMEOUT`].
+    /// `None` (or zero) = computed from the other fields. At most `MAX_TOTAL_TIMEOUT`.
     pub total_timeout: Option<Duration>,
     /// Long link only: the task succeeds once its frame is queued for writing,
     /// without waiting for a response.
@@ -347,7 +347,7 @@ pub struct Task {
     pub user_tag: u64,
     /// Ask the app to judge each response before the task ends (Mars
     /// `Buf2Resp`): the engine emits
-    /// [`Action::Judge`](crate::engine::Action::Judge) and waits for
+    /// [`Action::Judge`](crate::Event::Judge) and waits for
     /// [`Engine::judge`](crate::engine::Engine::judge), which may accept the
     /// response, retry, end the task or report an expired session. Off by
     /// default: the response ends the task as soon as it arrives.
@@ -529,7 +529,7 @@ impl Task {
     }
 
     /// Retries after the first attempt, with `None` resolved to
-    /// [`DEFAULT_RETRY_COUNT`].
+    /// `DEFAULT_RETRY_COUNT`.
     pub fn retries(&self) -> u8 {
         self.retry_count.unwrap_or(DEFAULT_RETRY_COUNT)
     }

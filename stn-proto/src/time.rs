@@ -16,7 +16,7 @@ pub use core::time::Duration;
 /// later instant gives [`Duration::ZERO`].
 ///
 /// ```
-/// use stn_proto::time::{Duration, Instant};
+/// use stn_proto::{Duration, Instant};
 /// let t0 = Instant::from_millis(1_000);
 /// let t1 = t0 + Duration::from_millis(250);
 /// assert_eq!(t1 - t0, Duration::from_millis(250));
@@ -82,7 +82,7 @@ impl Instant {
 }
 
 /// Converts a duration to whole nanoseconds, saturating at `u64::MAX` (≈ 584 years).
-pub fn duration_nanos_saturating(d: Duration) -> u64 {
+pub(crate) fn duration_nanos_saturating(d: Duration) -> u64 {
     u64::try_from(d.as_nanos()).unwrap_or(u64::MAX)
 }
 
@@ -133,20 +133,20 @@ impl fmt::Display for Instant {
 /// have been given and use that, so a caller that passes a slightly older value
 /// (two threads, a coarse clock) cannot move time backwards.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct MonotonicClock {
+pub(crate) struct MonotonicClock {
     latest: Instant,
 }
 
 impl MonotonicClock {
     /// A clock that has seen nothing yet (origin).
-    pub const fn new() -> Self {
+    pub(crate) const fn new() -> Self {
         MonotonicClock {
             latest: Instant::ZERO,
         }
     }
 
     /// Records `now` and returns the largest instant seen so far.
-    pub fn observe(&mut self, now: Instant) -> Instant {
+    pub(crate) fn observe(&mut self, now: Instant) -> Instant {
         if now > self.latest {
             self.latest = now;
         }
@@ -154,7 +154,7 @@ impl MonotonicClock {
     }
 
     /// The largest instant seen so far.
-    pub const fn latest(&self) -> Instant {
+    pub(crate) const fn latest(&self) -> Instant {
         self.latest
     }
 }

@@ -27,21 +27,7 @@
 //!
 //! Mars's worked example (Wi-Fi, 200-byte request, first task):
 //!
-//! ```
-//! use stn_proto::net::NetworkKind;
-//! use stn_proto::time::Duration;
-//! use stn_proto::timeout::*;
-//! use stn_proto::Profile;
-//!
-//! let cfg = TimeoutConfig::for_profile(Profile::Mars);
-//! let input = AttemptInput::new(NetworkKind::Wifi, 200);
-//! let f = first_packet_timeout(&cfg, &input);
-//! assert_eq!(f, Duration::from_millis(12_016));
-//! assert_eq!(read_write_timeout(&cfg, NetworkKind::Wifi, f), Duration::from_millis(17_349));
-//! assert_eq!(packet_gap_timeout(&cfg, NetworkKind::Wifi), Duration::from_millis(8_000));
-//! let task = TaskTimeoutInput { retry_count: 1, ..TaskTimeoutInput::default() };
-//! assert_eq!(task_timeout(&cfg, &task), Duration::from_millis(40_000));
-//! ```
+//! (The example runs as the unit test `examples::timeout`.)
 
 use crate::net::NetworkKind;
 use crate::profile::Profile;
@@ -51,16 +37,17 @@ mod adaptive;
 mod dynamic;
 mod estimate;
 
-pub use adaptive::{AdaptiveConfig, AdaptiveTimeouts, AttemptTimeouts, TimeoutKind};
-pub use dynamic::{
-    AttemptOutcome, AttemptSample, DynState, DynamicTimeout, DynamicTimeoutConfig, SizeClassCosts,
-    DYN_WINDOW_LEN,
-};
-pub use estimate::{backoff, RttConfig, RttEstimator, ThroughputEstimator};
+pub use adaptive::AdaptiveConfig;
+pub(crate) use adaptive::{AdaptiveTimeouts, TimeoutKind};
+pub(crate) use dynamic::{AttemptOutcome, AttemptSample, DynState, DynamicTimeout};
+pub use dynamic::{DynamicTimeoutConfig, SizeClassCosts};
+pub use estimate::RttConfig;
+pub(crate) use estimate::{backoff, RttEstimator, ThroughputEstimator};
 
 /// Mars's per-network-class constants (`mars/stn/config.h`). Mars has two
 /// columns: "W" (every network that is not mobile) and "M" (mobile, "GPRS").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct NetworkTimeouts {
     /// First-packet base: `kBaseFirstPackageWifiTimeout` 12 s (W) /
     /// `kBaseFirstPackageGPRSTimeout` 15 s (M).
@@ -113,6 +100,7 @@ impl NetworkTimeouts {
 /// (they are the ceiling of stn's adaptive values) and adds
 /// [`adaptive`](Self::adaptive).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct TimeoutConfig {
     /// Task timeout: the per-attempt allowance before server cost, 15 s
     /// (the literal `15000` in `ComputeTaskTimeout`).
@@ -191,7 +179,7 @@ impl Default for TimeoutConfig {
 
 /// What [`task_timeout`] needs to know about a task.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TaskTimeoutInput {
+pub(crate) struct TaskTimeoutInput {
     /// Expected server processing time (Mars `server_process_cost`; `None`
     /// for Mars's default −1).
     pub server_cost: Option<Duration>,
@@ -214,7 +202,7 @@ pub struct TaskTimeoutInput {
 /// 0 < total < timeout: timeout = total
 /// ```
 /// Arithmetic saturates.
-pub fn task_timeout(cfg: &TimeoutConfig, input: &TaskTimeoutInput) -> Duration {
+pub(crate) fn task_timeout(cfg: &TimeoutConfig, input: &TaskTimeoutInput) -> Duration {
     let rw = cfg
         .task_read_write
         .saturating_add(input.server_cost.unwrap_or(Duration::ZERO));
@@ -235,7 +223,7 @@ pub fn task_timeout(cfg: &TimeoutConfig, input: &TaskTimeoutInput) -> Duration {
 
 /// What the per-attempt timeouts need to know about one attempt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AttemptInput {
+pub(crate) struct AttemptInput {
     /// The network the attempt runs on (selects the W or M column).
     pub net: NetworkKind,
     /// Request length in bytes (Mars: the `Req2Buf` output, before framing).
@@ -256,9 +244,10 @@ pub struct AttemptInput {
 }
 
 impl AttemptInput {
+    #[cfg(test)]
     /// A first task (nothing in flight), no server cost, Evaluating, not long
     /// polling.
-    pub fn new(net: NetworkKind, send_len: usize) -> Self {
+    pub(crate) fn new(net: NetworkKind, send_len: usize) -> Self {
         AttemptInput {
             net,
             send_len,
@@ -298,7 +287,7 @@ pub(crate) fn mul_count(d: Duration, n: usize) -> Duration {
 ///
 /// This is always Mars's formula, whatever `cfg.adaptive` says;
 /// `input.long_polling` is not considered here.
-pub fn first_packet_timeout(cfg: &TimeoutConfig, input: &AttemptInput) -> Duration {
+pub(crate) fn first_packet_timeout(cfg: &TimeoutConfig, input: &AttemptInput) -> Duration {
     let col = cfg.network(input.net);
     let queue_delay = mul_count(col.task_delay, cfg.effective_in_flight(input.in_flight));
     let send_time = transfer_time(input.send_len, col.min_rate);
@@ -318,7 +307,7 @@ pub fn first_packet_timeout(cfg: &TimeoutConfig, input: &AttemptInput) -> Durati
 /// Mars's read-write timeout (`__ReadWriteTimeout`): the first-packet timeout
 /// plus the time to receive `kMaxRecvLen` (64 KiB) at the minimum rate —
 /// `F + 5333 ms` (W) or `F + 16000 ms` (M).
-pub fn read_write_timeout(
+pub(crate) fn read_write_timeout(
     cfg: &TimeoutConfig,
     net: NetworkKind,
     first_packet: Duration,
@@ -328,7 +317,7 @@ pub fn read_write_timeout(
 
 /// Mars's read-write timeout of a short-link long-polling attempt:
 /// `long_polling + 5333 ms` (W) or `+ 16000 ms` (M).
-pub fn long_polling_read_write_timeout(
+pub(crate) fn long_polling_read_write_timeout(
     cfg: &TimeoutConfig,
     net: NetworkKind,
     long_polling: Duration,
@@ -338,7 +327,7 @@ pub fn long_polling_read_write_timeout(
 
 /// Mars's packet-to-packet timeout: 8 s (W, `kWifiPackageInterval`) or 12 s
 /// (M, `kGPRSPackageInterval`).
-pub fn packet_gap_timeout(cfg: &TimeoutConfig, net: NetworkKind) -> Duration {
+pub(crate) fn packet_gap_timeout(cfg: &TimeoutConfig, net: NetworkKind) -> Duration {
     cfg.network(net).packet_interval
 }
 

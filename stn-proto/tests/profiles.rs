@@ -15,13 +15,14 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use stn_proto::engine::{Config, Engine, Event, Input, Output};
-use stn_proto::io::{ConnEvent, ConnId, IoAction};
-use stn_proto::net::{ConnectError, IpAddr};
-use stn_proto::rng::Rng;
-use stn_proto::task::{Channel, Task};
-use stn_proto::time::{Duration, Instant};
+use std::net::IpAddr;
+use stn_proto::ConnectError;
 use stn_proto::Profile;
+use stn_proto::Rng;
+use stn_proto::{Channel, Task};
+use stn_proto::{Config, Engine, Event, Input, Output};
+use stn_proto::{ConnEvent, ConnId, IoAction};
+use stn_proto::{Duration, Instant};
 
 struct Net {
     loss: f64,

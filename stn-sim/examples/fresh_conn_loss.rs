@@ -4,7 +4,7 @@
 //! `cargo run -p stn-sim --example fresh_conn_loss [seed]`
 #![allow(clippy::print_stdout)]
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
 use stn_sim::path::{PathConditions, PathSchedule};

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use bytes::Bytes;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 
 use crate::host::{ServerApp, ServerConnId, ServerReplies};
 use crate::http;

@@ -14,8 +14,8 @@
 
 use std::net::SocketAddr;
 
-use stn_proto::rng::Rng;
-use stn_proto::time::Instant;
+use stn_proto::Instant;
+use stn_proto::Rng;
 
 use crate::network::{NetEvent, Network};
 use crate::socket::{SocketError, SocketEvent, SocketId};

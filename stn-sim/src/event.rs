@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
-use stn_proto::time::Instant;
+use stn_proto::Instant;
 
 /// A min-queue of events keyed by `(time, sequence number)`.
 ///
@@ -14,7 +14,7 @@ use stn_proto::time::Instant;
 ///
 /// ```
 /// use stn_sim::event::EventQueue;
-/// use stn_proto::time::Instant;
+/// use stn_proto::Instant;
 /// let mut q = EventQueue::new();
 /// q.push(Instant::from_millis(5), "late");
 /// q.push(Instant::from_millis(1), "first");

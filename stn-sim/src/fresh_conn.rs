@@ -13,8 +13,8 @@
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use stn_proto::net::ConnectError;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::ConnectError;
+use stn_proto::{Duration, Instant};
 
 use crate::client::{ClientCx, SimClient};
 use crate::http;

@@ -1,8 +1,7 @@
 //! The simulator's fuzz target body, shared by the cargo-fuzz target
-//! `fuzz/fuzz_targets/sim_scenario.rs`, the stable replay test
-//! (`tests/fuzz_replay.rs`) and the swarm test (`tests/bench_swarm.rs`).
-//! Built only with the `fuzzing` feature (this crate's own tests switch it
-//! on through a dev-dependency on itself).
+//! `fuzz/fuzz_targets/sim_scenario.rs`, the stable corpus replay
+//! ([`corpus`]) and the swarm test (`swarm_tests`). Built only under
+//! `cfg(fuzzing)` (cargo-fuzz sets it) and in this crate's tests.
 //!
 //! The style is that of `stn_proto::fuzzing`: the body takes the fuzzer's raw
 //! bytes, decodes a **small** [`Scenario`] from them with
@@ -45,9 +44,9 @@ use std::net::SocketAddr;
 use std::rc::Rc;
 
 use arbitrary::{Arbitrary, Unstructured};
-use stn_proto::rng::Rng;
-use stn_proto::time::{Duration, Instant};
 use stn_proto::Profile;
+use stn_proto::Rng;
+use stn_proto::{Duration, Instant};
 
 use crate::apps::FixedResponseApp;
 use crate::bench::scenario::{
@@ -67,8 +66,14 @@ use crate::workload::{
 };
 use crate::{RunOutcome, Simulation};
 
-/// A fuzz target (the same shape as stn-proto's).
-pub use stn_proto::fuzzing::Target;
+// What a target is and the corpus replay: one file for the three crates
+// with fuzz targets (see its docs).
+#[path = "../../stn-proto/src/fuzzing/corpus.rs"]
+pub mod corpus;
+#[cfg(test)]
+mod swarm_tests;
+
+pub use corpus::Target;
 
 /// Every fuzz target of the simulator.
 pub const TARGETS: &[Target] = &[Target {
@@ -76,6 +81,8 @@ pub const TARGETS: &[Target] = &[Target {
     run: sim_scenario,
     seeds,
 }];
+
+corpus::corpus_tests!(super::TARGETS);
 
 /// A host whose ports refuse connections (RST), behind the same path.
 pub const REFUSING: SocketAddr = SocketAddr::new(
@@ -327,7 +334,7 @@ impl LossChoice {
             LossChoice::Bursty { percent, burst } => {
                 LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
                     f64::from(percent % 91) / 100.0,
-                    stn_proto::time::Duration::from_millis(50 * u64::from(1 + burst % 8)),
+                    stn_proto::Duration::from_millis(50 * u64::from(1 + burst % 8)),
                 ))
             }
         }

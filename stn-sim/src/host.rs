@@ -6,7 +6,7 @@ use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
 use bytes::Bytes;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 
 use crate::socket::SocketEvent;
 use crate::tcp::{Flags, Segment, TcpConn, TcpStack};

@@ -1,9 +1,9 @@
 //! # stn-sim — a deterministic lossy-network simulator for stn
 //!
 //! A single-threaded discrete-event simulator in virtual time
-//! ([`stn_proto::time::Instant`]). One root seed fixes everything: each
+//! ([`stn_proto::Instant`]). One root seed fixes everything: each
 //! path direction and each client draws from its own stream derived with
-//! [`stn_proto::rng::Rng::derive`], and every delivered or dropped packet and
+//! [`stn_proto::Rng::derive`], and every delivered or dropped packet and
 //! every socket event is folded into a stable [`trace::Trace`] hash — same
 //! seed, same hash, bit for bit.
 //!
@@ -21,9 +21,10 @@
 //!   skeleton of the OkHttp-2017 peer;
 //! - [`sim`]: the [`Simulation`] event loop; [`trace`]: the trace and hash;
 //! - [`http`]: just enough HTTP/1.1 framing for the simulated short link;
-//! - `fuzzing` (feature `fuzzing`): the `sim_scenario` fuzz target body —
-//!   small random scenarios of every client, link, stack and schedule, run
-//!   with oracles — shared with the swarm test.
+//! - `fuzzing` (only under `cfg(fuzzing)`, which cargo-fuzz sets, and in
+//!   this crate's tests): the `sim_scenario` fuzz target body — small random
+//!   scenarios of every client, link, stack and schedule, run with oracles —
+//!   shared with the swarm test.
 //!
 //! Topology: one client host (`10.0.0.1`, ephemeral ports from 32768) and
 //! any number of server hosts, each behind its own [`path::PathSchedule`]
@@ -42,7 +43,7 @@
 //! ```
 //! use stn_sim::{Simulation, client::{ClientCx, SimClient}, socket::{SocketEvent, SocketId}};
 //! use stn_sim::{host::PortMode, path::PathSchedule, preset::Preset, tcp::TcpStack};
-//! use stn_proto::{net::ConnectError, time::Instant};
+//! use stn_proto::{ConnectError, Instant};
 //!
 //! /// Connects once and remembers how it ended.
 //! struct Probe(Option<(Instant, SocketEvent)>);
@@ -77,7 +78,7 @@ pub mod bench;
 pub mod client;
 pub mod event;
 pub mod fresh_conn;
-#[cfg(feature = "fuzzing")]
+#[cfg(any(fuzzing, test))]
 pub mod fuzzing;
 pub mod host;
 pub mod http;
@@ -94,6 +95,7 @@ pub mod sim;
 pub mod socket;
 pub mod tcp;
 pub mod trace;
+mod units;
 pub mod workload;
 
 pub use sim::{RunOutcome, SimError, Simulation};

@@ -16,8 +16,10 @@
 
 use std::collections::VecDeque;
 
-use stn_proto::rng::Rng;
-use stn_proto::time::{duration_nanos_saturating, Duration, Instant};
+use stn_proto::Rng;
+use stn_proto::{Duration, Instant};
+
+use crate::units::duration_nanos_saturating;
 
 /// How a link loses packets.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]

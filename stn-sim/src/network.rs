@@ -5,8 +5,8 @@ use std::collections::btree_map::Entry;
 use std::collections::{BTreeMap, VecDeque};
 use std::net::{IpAddr, SocketAddr};
 
-use stn_proto::rng::Rng;
-use stn_proto::time::Instant;
+use stn_proto::Instant;
+use stn_proto::Rng;
 
 use crate::event::EventQueue;
 use crate::host::{HostOutput, ServerAction, ServerConnId, ServerHost};

@@ -37,7 +37,7 @@
 
 use std::net::IpAddr;
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 
 use crate::link::{Link, LinkConditions};
 use crate::path::{Direction, PathSchedule};
@@ -116,7 +116,7 @@ pub struct OracleRun {
 /// ```
 /// use stn_sim::oracle::{fresh_tcp_call, PhysicalLimit};
 /// use stn_sim::{path::PathSchedule, preset::Preset};
-/// use stn_proto::time::{Duration, Instant};
+/// use stn_proto::{Duration, Instant};
 ///
 /// // 100% loss for 20 s, then the loss-free "N% Loss" base path (30 ms each way).
 /// let base = Preset::LossPercent(0.0).conditions();

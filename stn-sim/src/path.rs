@@ -1,7 +1,7 @@
 //! A path between the client host and one server address: two independent
 //! link directions, each with its own schedule of conditions.
 
-use stn_proto::time::Instant;
+use stn_proto::Instant;
 
 use crate::link::{GilbertElliott, LinkConditions, LinkSchedule, LossModel};
 
@@ -46,7 +46,7 @@ impl PathConditions {
     /// [`PathConditions::with_loss`] with Gilbert–Elliott bursty loss of
     /// average `rate` (0..1) in bursts lasting `mean_burst` on average, each
     /// way.
-    pub fn with_bursty_loss(self, rate: f64, mean_burst: stn_proto::time::Duration) -> Self {
+    pub fn with_bursty_loss(self, rate: f64, mean_burst: stn_proto::Duration) -> Self {
         self.with_loss(LossModel::GilbertElliott(
             GilbertElliott::with_rate_and_burst(rate, mean_burst),
         ))
@@ -59,7 +59,7 @@ impl PathConditions {
     }
 
     /// Round-trip propagation delay (no jitter, no serialization).
-    pub fn base_rtt(&self) -> stn_proto::time::Duration {
+    pub fn base_rtt(&self) -> stn_proto::Duration {
         self.up.delay + self.down.delay
     }
 }
@@ -95,7 +95,7 @@ impl PathSchedule {
     /// ```
     /// use stn_sim::path::PathSchedule;
     /// use stn_sim::preset::Preset;
-    /// use stn_proto::time::Instant;
+    /// use stn_proto::Instant;
     /// let s = PathSchedule::outage(Preset::ThreeG.conditions(), Instant::ZERO, Instant::from_secs(10));
     /// assert_eq!(s.up.at(Instant::from_secs(9)).loss, stn_sim::link::LossModel::OUTAGE);
     /// assert_eq!(s.up.at(Instant::from_secs(10)), &Preset::ThreeG.conditions().up);

@@ -4,7 +4,7 @@
 //! NLC values are the widely reported preset values (down / up); delay is
 //! one-way per direction. Queues are dummynet's default 50 packets.
 
-use stn_proto::time::Duration;
+use stn_proto::Duration;
 
 use crate::link::{LinkConditions, LossModel};
 use crate::path::PathConditions;

@@ -82,8 +82,8 @@
 //! ```
 
 use serde::Deserialize;
-use stn_proto::rng::Rng;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::Rng;
+use stn_proto::{Duration, Instant};
 
 use crate::bench::record::RunRecord;
 pub use crate::bench::scenario::TraceRun;

@@ -2,8 +2,8 @@
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
-use stn_proto::rng::Rng;
-use stn_proto::time::Instant;
+use stn_proto::Instant;
+use stn_proto::Rng;
 
 use crate::client::{ClientCx, ClientId, ClientState, SimClient};
 use crate::host::{PortMode, ServerApp, ServerHost};
@@ -45,7 +45,7 @@ struct Slot<C> {
 /// ```
 /// use stn_sim::{Simulation, apps::FixedResponseApp, fresh_conn::{FreshConnClient, FreshConnConfig}};
 /// use stn_sim::{host::PortMode, path::PathSchedule, preset::Preset, tcp::TcpStack};
-/// use stn_proto::time::{Duration, Instant};
+/// use stn_proto::{Duration, Instant};
 ///
 /// let server: std::net::SocketAddr = "10.0.0.2:8080".parse().unwrap();
 /// let mut sim = Simulation::new(7);

@@ -1,7 +1,7 @@
 //! What a client sees of a simulated TCP socket.
 
 use bytes::Bytes;
-use stn_proto::net::ConnectError;
+use stn_proto::ConnectError;
 
 use crate::ids::Fnv64;
 

@@ -8,7 +8,7 @@
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 
-use stn_proto::time::Instant;
+use stn_proto::Instant;
 
 use crate::ids::ClientId;
 pub use crate::ids::Fnv64;

@@ -16,8 +16,10 @@
 //! mars-stn.md §10.1), successes, total time, mean and nearest-rank
 //! percentiles of successful call durations.
 
-use stn_proto::net::ConnectError;
-use stn_proto::time::{duration_nanos_saturating, Duration, Instant};
+use stn_proto::ConnectError;
+use stn_proto::{Duration, Instant};
+
+use crate::units::duration_nanos_saturating;
 
 use crate::client::{ClientCx, SimClient};
 use crate::socket::{SocketEvent, SocketId};
@@ -274,7 +276,7 @@ impl Ledger {
 /// use stn_sim::{Simulation, apps::FixedResponseApp, path::PathSchedule, preset::Preset};
 /// use stn_sim::peers::{Kernel, OkHttp2017};
 /// use stn_sim::workload::{SequentialConfig, SequentialWorkload, WorkloadStats};
-/// use stn_proto::time::{Duration, Instant};
+/// use stn_proto::{Duration, Instant};
 ///
 /// let server: std::net::SocketAddr = "10.0.0.2:8080".parse().unwrap();
 /// let mut sim = Simulation::new(1);
@@ -447,7 +449,7 @@ impl WorkloadStats {
     ///
     /// ```
     /// use stn_sim::workload::{CallCost, CallId, CallRecord, CallSuccess, CallFailure, WorkloadStats};
-    /// use stn_proto::time::{Duration, Instant};
+    /// use stn_proto::{Duration, Instant};
     /// let rec = |s: u64, e: u64, ok: bool| CallRecord {
     ///     id: CallId(s), started: Instant::from_secs(s), finished: Instant::from_secs(e),
     ///     result: if ok { Ok(CallSuccess { status: 200, response_len: 1 }) } else { Err(CallFailure::ReadTimeout) },

@@ -1,7 +1,7 @@
 //! Determinism of the bench: the same seed gives the same records and the
 //! same trace hashes, twice in one process and across processes.
 
-use stn_proto::time::Instant;
+use stn_proto::Instant;
 use stn_sim::bench::scenario::{
     normal_network, run_sequential, run_single, ClientKind, Platform, RunSpec,
 };

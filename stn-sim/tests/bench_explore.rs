@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use stn_proto::time::{duration_nanos_saturating, Instant};
+use stn_proto::Instant;
 use stn_proto::Profile;
 use stn_sim::bench::scenario::{
     engine_client, normal_network, run_engine_sequential, run_engine_single, run_single,
@@ -31,21 +31,21 @@ fn spec(path: PathSchedule, seed: u64) -> RunSpec {
     }
 }
 
-type Tweak = fn(&mut stn_proto::engine::Config);
+type Tweak = fn(&mut stn_proto::Config);
 
-fn z(c: &mut stn_proto::engine::Config, ms: u64) {
-    c.zombie_idle_restart = stn_proto::time::Duration::from_millis(ms);
+fn z(c: &mut stn_proto::Config, ms: u64) {
+    c.zombie_idle_restart = stn_proto::Duration::from_millis(ms);
 }
 
-fn nb(c: &mut stn_proto::engine::Config) {
+fn nb(c: &mut stn_proto::Config) {
     if let Some(a) = c.timeouts.adaptive.as_mut() {
         a.backoff_percent = 100;
     }
 }
 
-fn cap(c: &mut stn_proto::engine::Config, s: u64) {
-    c.timeouts.wifi.base_first_packet = stn_proto::time::Duration::from_secs(s);
-    c.timeouts.wifi.max_first_packet = stn_proto::time::Duration::from_secs(s);
+fn cap(c: &mut stn_proto::Config, s: u64) {
+    c.timeouts.wifi.base_first_packet = stn_proto::Duration::from_secs(s);
+    c.timeouts.wifi.max_first_packet = stn_proto::Duration::from_secs(s);
 }
 
 fn loss_tweaks() -> Vec<(&'static str, Profile, Tweak)> {
@@ -72,10 +72,10 @@ fn loss_tweaks() -> Vec<(&'static str, Profile, Tweak)> {
             nb(c);
         }),
         ("stn zombies=mars", Profile::Stn, |c| {
-            c.zombies = stn_proto::engine::ZombiePolicy::TotalTimeoutOnly;
+            c.zombies = stn_proto::config::ZombiePolicy::TotalTimeoutOnly;
         }),
         ("stn zombies=mars cap4", Profile::Stn, |c| {
-            c.zombies = stn_proto::engine::ZombiePolicy::TotalTimeoutOnly;
+            c.zombies = stn_proto::config::ZombiePolicy::TotalTimeoutOnly;
             cap(c, 4);
         }),
     ]
@@ -102,8 +102,8 @@ fn tweaks() -> Vec<(&'static str, Profile, Tweak)> {
     ]
 }
 
-fn s(d: stn_proto::time::Duration) -> f64 {
-    duration_nanos_saturating(d) as f64 / 1e9
+fn s(d: stn_proto::Duration) -> f64 {
+    d.as_secs_f64()
 }
 
 #[test]
@@ -181,7 +181,7 @@ fn sensitivity_variants() {
     for lag_ms in [0u64, 300, 500, 700] {
         for r in (5..=35).step_by(5) {
             for platform in Platform::ALL {
-                let end = Instant::from_secs(r) + stn_proto::time::Duration::from_millis(lag_ms);
+                let end = Instant::from_secs(r) + stn_proto::Duration::from_millis(lag_ms);
                 let mut sp = spec(
                     PathSchedule::outage(normal_network(), Instant::ZERO, end),
                     5,

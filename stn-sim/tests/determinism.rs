@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
 use stn_sim::link::{GilbertElliott, LossModel};
@@ -17,7 +17,7 @@ fn run(seed: u64) -> (u64, u64, usize) {
     c.down.jitter = Duration::from_millis(20);
     c.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
         0.3,
-        stn_proto::time::Duration::from_millis(150),
+        stn_proto::Duration::from_millis(150),
     ));
     let mut sim = Simulation::new(seed);
     sim.add_host(server().ip(), PathSchedule::constant(c));

@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use stn_proto::net::ConnectError;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::ConnectError;
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::fresh_conn::{CallError, FreshConnClient, FreshConnConfig};
 use stn_sim::host::PortMode;

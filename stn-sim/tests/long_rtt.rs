@@ -9,8 +9,8 @@
 //!   repairing a loss (`AdaptiveConfig::first_packet_floor_rtts = 0`: a
 //!   fixed 2 s floor).
 
-use stn_proto::engine::Config;
-use stn_proto::time::Duration;
+use stn_proto::Config;
+use stn_proto::Duration;
 use stn_proto::Profile;
 use stn_sim::bench::scenario::{
     engine_client, run_engine_sequential, EngineVariant, Platform, RunSpec,

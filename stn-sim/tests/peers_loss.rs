@@ -4,7 +4,7 @@
 
 use std::net::SocketAddr;
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
 use stn_sim::oracle::{fresh_tcp_call, long_link_call, PhysicalLimit};

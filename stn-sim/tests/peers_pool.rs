@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::host::{PortMode, ServerApp, ServerConnId, ServerReplies};
 use stn_sim::path::{PathConditions, PathSchedule};

@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::oracle::{fresh_tcp_call, sensitivity_bound, PhysicalLimit};
 use stn_sim::path::{PathConditions, PathSchedule};

@@ -6,7 +6,7 @@
 
 use std::net::SocketAddr;
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::link::{GilbertElliott, LossModel};
 use stn_sim::oracle::{fresh_tcp_call, long_link_call, PhysicalLimit};
@@ -27,7 +27,7 @@ fn shapes() -> Vec<(&'static str, PathConditions)> {
     let mut bursty = Preset::Edge.conditions();
     bursty.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
         0.2,
-        stn_proto::time::Duration::from_millis(200),
+        stn_proto::Duration::from_millis(200),
     ));
     bursty.down.loss = bursty.up.loss;
     let mut jittery = Preset::ThreeG.conditions().with_loss_percent(10.0);

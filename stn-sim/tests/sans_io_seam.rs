@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use common::*;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::client::{ClientCx, SimClient};
 use stn_sim::path::PathSchedule;

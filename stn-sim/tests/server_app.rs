@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::host::{ServerApp, ServerConnId, ServerReplies};
 use stn_sim::link::LinkConditions;
 use stn_sim::path::{PathConditions, PathSchedule};

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use proptest::prelude::*;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::EchoApp;
 use stn_sim::client::{ClientCx, SimClient};
 use stn_sim::link::{GilbertElliott, LinkConditions, LossModel};
@@ -48,7 +48,7 @@ fn conditions(loss_pct: u8, bursty: bool, jitter_ms: u64, bps: Option<u64>) -> L
     let loss = if bursty {
         LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
             f64::from(loss_pct) / 100.0,
-            stn_proto::time::Duration::from_millis(100),
+            stn_proto::Duration::from_millis(100),
         ))
     } else {
         LossModel::percent(f64::from(loss_pct))

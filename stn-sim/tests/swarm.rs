@@ -5,7 +5,7 @@
 mod common;
 
 use common::*;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
 use stn_sim::link::{GilbertElliott, LossModel};
@@ -18,7 +18,7 @@ fn shapes() -> Vec<(&'static str, PathConditions)> {
     let mut bursty = Preset::Edge.conditions();
     bursty.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
         0.2,
-        stn_proto::time::Duration::from_millis(200),
+        stn_proto::Duration::from_millis(200),
     ));
     bursty.down.loss = bursty.up.loss;
     let mut jittery = Preset::ThreeG.conditions().with_loss_percent(10.0);

@@ -3,8 +3,8 @@
 mod common;
 
 use common::*;
-use stn_proto::net::ConnectError;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::ConnectError;
+use stn_proto::{Duration, Instant};
 use stn_sim::host::PortMode;
 use stn_sim::link::LinkConditions;
 use stn_sim::path::{PathConditions, PathSchedule};

@@ -3,7 +3,7 @@
 mod common;
 
 use common::*;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
 use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
 use stn_sim::host::PortMode;

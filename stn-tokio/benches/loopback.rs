@@ -66,9 +66,9 @@ use std::time::{Duration, Instant};
 use bytes::{Bytes, BytesMut};
 use stn_proto::codec::http::{encode_request, HttpLimits, Progress, RequestHead, ResponseParser};
 use stn_proto::codec::longlink::{self, CodecConfig, Frame, FrameDecoder};
-use stn_proto::engine::PoolConfig;
-use stn_proto::task::{Channel, Task};
+use stn_proto::config::PoolConfig;
 use stn_proto::Profile;
+use stn_proto::{Channel, Task};
 use stn_tokio::server::{Server, ServerConfig, DEFAULT_CGI_PATH, DEFAULT_HELLO_CMD_ID};
 use stn_tokio::Client;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -423,12 +423,11 @@ impl Target {
                 stn_tokio::tls::roots_from_pem(pem.as_bytes()).map_err(|e| e.to_string())?;
             stn_tokio::tls::client_config(roots, &[b"http/1.1"]).map_err(|e| e.to_string())
         };
-        let keep_alive_pool = |c: &mut stn_proto::engine::Config| {
+        let keep_alive_pool = |c: &mut stn_proto::Config| {
             // One idle connection per worker, as reqwest's pool keeps.
-            c.socket_pool = Some(PoolConfig {
-                max_idle_conns: SHORT_CONCURRENCY,
-                ..PoolConfig::for_profile(Profile::Stn)
-            });
+            let mut pool = PoolConfig::for_profile(Profile::Stn);
+            pool.max_idle_conns = SHORT_CONCURRENCY;
+            c.socket_pool = Some(pool);
         };
         Ok(match scenario {
             Scenario::StnLong => Target::Stn {

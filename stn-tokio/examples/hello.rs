@@ -6,7 +6,7 @@
 //! ```
 #![allow(clippy::print_stdout)] // an example prints
 
-use stn_tokio::proto::task::{Channel, Task};
+use stn_tokio::proto::{Channel, Task};
 use stn_tokio::server::{Server, ServerConfig};
 use stn_tokio::Client;
 

@@ -34,7 +34,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
 use stn_tokio::proto::codec::longlink::{self, Frame};
-use stn_tokio::proto::task::{Channel, Task};
+use stn_tokio::proto::{Channel, Task};
 use stn_tokio::server::{Fault, Server, ServerConfig, ServerHandle, DEFAULT_HELLO_CMD_ID};
 use stn_tokio::Client;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -10,7 +10,7 @@
 //!
 //! ```
 //! use stn_tokio::Client;
-//! use stn_tokio::proto::task::{Channel, Task};
+//! use stn_tokio::proto::{Channel, Task};
 //! # use stn_tokio::server::{Server, ServerConfig};
 //!
 //! # #[tokio::main(flavor = "current_thread")]
@@ -37,7 +37,7 @@
 //! ```
 //!
 //! [`stn_driver::Client`] documents every method and
-//! [`stn_driver::Builder`] every option; [`stn_proto::task::Task`] the
+//! [`stn_driver::Builder`] every option; [`stn_proto::Task`] the
 //! per-task settings (channel, retries, timeouts, priority).
 //!
 //! # Features
@@ -48,7 +48,6 @@
 //!   sample protocol (long link: 20-byte header frames, noop echo, hello;
 //!   short link: HTTP POST to a CGI path), for examples, tests and
 //!   benchmarks.
-//! - `fuzzing`: the server's fuzz target bodies.
 //!
 //! A library that only needs the client turns them off:
 //! `stn-tokio = { version = "0.1", default-features = false }` needs tokio's

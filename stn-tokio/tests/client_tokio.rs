@@ -16,7 +16,7 @@ client_suite!(TokioHarness);
 /// `Error::Shutdown`.
 #[test]
 fn driver_dropped_ends_pending_sends() {
-    use stn_tokio::proto::task::{Channel, Task};
+    use stn_tokio::proto::{Channel, Task};
     use stn_tokio::server::ServerConfig;
     use stn_tokio::{Client, Error};
 

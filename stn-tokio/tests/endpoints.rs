@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use stn_tokio::proto::task::{Channel, Task};
+use stn_tokio::proto::{Channel, Task};
 use stn_tokio::server::{Server, ServerConfig};
 use stn_tokio::{BuildError, Client};
 

@@ -17,7 +17,7 @@ use std::sync::OnceLock;
 use std::time::Duration;
 
 use stn_tokio::proto::codec::longlink::{self, Frame, HEADER_LEN, NOOP_CMD_ID};
-use stn_tokio::proto::task::{Channel, Task};
+use stn_tokio::proto::{Channel, Task};
 use stn_tokio::server::{Server, ServerConfig, ServerHandle, Stats, DEFAULT_HELLO_CMD_ID};
 use stn_tokio::Client;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};

@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use bytes::BytesMut;
 use stn_tokio::proto::codec::longlink::{encode, CodecConfig, Frame, FrameDecoder, PUSH_SEQ};
-use stn_tokio::proto::task::{Channel, Task};
+use stn_tokio::proto::{Channel, Task};
 use stn_tokio::server::{Server, ServerConfig};
 use stn_tokio::Client;
 

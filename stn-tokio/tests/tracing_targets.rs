@@ -6,7 +6,7 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use stn_tokio::proto::task::{Channel, Task};
+use stn_tokio::proto::{Channel, Task};
 use stn_tokio::server::{Server, ServerConfig};
 use stn_tokio::Client;
 use tracing_subscriber::EnvFilter;

@@ -52,7 +52,7 @@ pub struct EndpointStats {
 /// Feed it every connection outcome with [`record`](Self::record), ask
 /// [`order`](Self::order) for the candidates to try, and tell it about network
 /// changes with [`switch_network`](Self::switch_network). See the
-/// [module docs](super) for the rules and an example.
+/// module docs for the rules and an example.
 ///
 /// Time only moves forward inside: an earlier `now` than one already seen is
 /// treated as the latest seen.

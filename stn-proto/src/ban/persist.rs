@@ -31,13 +31,13 @@ const MAGIC: [u8; 4] = *b"STNH";
 const VERSION: u8 = 1;
 
 /// Most networks an import accepts (an export writes at most this many).
-pub const MAX_IMPORT_NETWORKS: usize = 64;
+pub(crate) const MAX_IMPORT_NETWORKS: usize = 64;
 /// Most entries, over all networks, an import accepts (an export writes at
 /// most this many).
-pub const MAX_IMPORT_ENTRIES: usize = 16_384;
+pub(crate) const MAX_IMPORT_ENTRIES: usize = 16_384;
 /// Longest network label that is persisted, in bytes; networks with longer
 /// labels are left out of an export.
-pub const MAX_LABEL_LEN: usize = 255;
+pub(crate) const MAX_LABEL_LEN: usize = 255;
 
 /// Why [`EndpointHistory::import`] rejected its input. The history is left
 /// unchanged.
@@ -52,10 +52,10 @@ pub enum ImportError {
     /// A format version this build does not read.
     #[error("unsupported history format version {0}")]
     UnsupportedVersion(u8),
-    /// More networks than [`MAX_IMPORT_NETWORKS`].
+    /// More networks than `MAX_IMPORT_NETWORKS`.
     #[error("too many networks in history ({0})")]
     TooManyNetworks(usize),
-    /// More entries than [`MAX_IMPORT_ENTRIES`].
+    /// More entries than `MAX_IMPORT_ENTRIES`.
     #[error("too many entries in history (more than {MAX_IMPORT_ENTRIES})")]
     TooManyEntries,
     /// A network label that is not UTF-8.
@@ -257,7 +257,7 @@ impl EndpointHistory {
     /// seen copy winning. Returns how many entries were accepted.
     ///
     /// The input is fully validated first: on error nothing changes. Parsing is
-    /// bounded by [`MAX_IMPORT_NETWORKS`] and [`MAX_IMPORT_ENTRIES`] and never
+    /// bounded by `MAX_IMPORT_NETWORKS` and `MAX_IMPORT_ENTRIES` and never
     /// panics.
     pub fn import(
         &mut self,

@@ -37,7 +37,7 @@ const LONG_PORT: u16 = 8080;
 
 /// Something that happens on one connection.
 #[derive(Clone, Debug)]
-#[cfg_attr(feature = "fuzzing", derive(arbitrary::Arbitrary))]
+#[cfg_attr(any(test, fuzzing), derive(arbitrary::Arbitrary))]
 pub(crate) enum ConnOp {
     Connected,
     Failed(u8),

@@ -97,6 +97,7 @@ pub enum ZombiePolicy {
 
 /// Everything the [`Engine`](super::Engine) needs, for one profile.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Config {
     /// The profile these values came from (reports and logs).
     pub profile: Profile,

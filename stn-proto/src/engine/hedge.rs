@@ -31,9 +31,9 @@ use super::Engine;
 /// response byte has arrived, at most [`HedgePolicy::max_hedges`] times per
 /// attempt and one at a time. A hedge is part of its attempt: it does not use
 /// a retry, pass the anti-avalanche limits again, or count against
-/// `max_in_flight_short`; the attempt's [`Report::hedges`] counts them.
-/// A request the server must not see twice: [`Task::hedge`] `false` (or
-/// [`Config::hedge`] `None` for every task).
+/// `max_in_flight_short`; the attempt's [`Report::hedges`](crate::Report::hedges) counts them.
+/// A request the server must not see twice: [`Task::hedge`](crate::Task::hedge) `false` (or
+/// [`Config::hedge`](crate::Config::hedge) `None` for every task).
 ///
 /// Measured when hedging was added, before the race floor and Karn's rule
 /// (`cargo run --release -p stn-sim -- bench`, seed 1, 500 calls, retry
@@ -42,6 +42,7 @@ use super::Engine;
 /// 6126 s and 8929 s to 5907 s; clean 3G/2G unchanged. The README has
 /// today's figures.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct HedgePolicy {
     /// A hedge starts `clamp(rtt_factor · rtt, min_delay, max_delay)` plus
     /// the task's server processing cost after the request was sent, where

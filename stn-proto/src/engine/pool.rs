@@ -13,7 +13,7 @@ use super::conns::Owner;
 use super::Engine;
 use crate::profile::Profile;
 
-/// How the short-link socket pool works ([`Config::socket_pool`]).
+/// How the short-link socket pool works ([`Config::socket_pool`](crate::Config::socket_pool)).
 ///
 /// Only tasks whose headers say `Connection: Keep-Alive` use it (as in
 /// Mars): they leave their connection here after a 200 that allows reuse
@@ -31,6 +31,7 @@ use crate::profile::Profile;
 /// on a fresh connection without using one of the task's retries, as
 /// browsers and OkHttp do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct PoolConfig {
     /// Longest an idle connection is kept.
     pub max_idle: Duration,

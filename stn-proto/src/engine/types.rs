@@ -172,7 +172,7 @@ pub struct JudgeRequest {
 /// `TaskFailHandleType`), given to [`Engine::judge`](super::Engine::judge).
 ///
 /// ```
-/// use stn_proto::engine::Verdict;
+/// use stn_proto::Verdict;
 /// assert_eq!(Verdict::from_mars_code(-13), Verdict::SessionTimeout);
 /// assert_eq!(Verdict::SessionTimeout.mars_code(), -13);
 /// // Codes Mars has no branch for take its default branch.

@@ -11,7 +11,7 @@ use crate::time::{Duration, Instant, MonotonicClock};
 
 /// Constants of stn's adaptive layer ([`TimeoutConfig::adaptive`]).
 ///
-/// With `rto` from the [`RttEstimator`] and `tput` the throughput estimate
+/// With `rto` from the `RttEstimator` and `tput` the throughput estimate
 /// (Mars's `MinRate` until a transfer was measured), for an attempt that is
 /// not long polling:
 ///
@@ -25,6 +25,7 @@ use crate::time::{Duration, Instant, MonotonicClock};
 /// timeout. Before any RTT sample every value is Mars's. Long-polling
 /// attempts always use Mars's values (the server holds them on purpose).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AdaptiveConfig {
     /// The RTT estimator's constants.
     pub rtt: RttConfig,
@@ -70,7 +71,7 @@ impl Default for AdaptiveConfig {
 
 /// Which per-attempt timer fired.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum TimeoutKind {
+pub(crate) enum TimeoutKind {
     /// No byte of the response before the first-packet deadline (Mars −500).
     FirstPacket,
     /// The whole exchange took too long (Mars −502).
@@ -79,9 +80,10 @@ pub enum TimeoutKind {
     PacketGap,
 }
 
+#[cfg(test)]
 /// The deadlines of one attempt, each no later than the task's deadline.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AttemptTimeouts {
+pub(crate) struct AttemptTimeouts {
     /// No byte received by then: first-packet timeout.
     pub first_packet: Instant,
     /// Exchange not complete by then: read-write timeout.
@@ -101,26 +103,9 @@ pub struct AttemptTimeouts {
 /// Mars's formulas with the machine's dynamic state; with it (`Stn`) they
 /// adapt as documented on [`AdaptiveConfig`] and never exceed Mars's.
 ///
-/// ```
-/// use stn_proto::net::NetworkKind;
-/// use stn_proto::time::{Duration, Instant};
-/// use stn_proto::timeout::*;
-/// use stn_proto::Profile;
-///
-/// let mut t = AdaptiveTimeouts::new(TimeoutConfig::for_profile(Profile::Stn), NetworkKind::Wifi);
-/// let input = AttemptInput::new(NetworkKind::Wifi, 200);
-/// let now = Instant::from_secs(10);
-/// let deadline = now + Duration::from_secs(40);
-/// // No sample yet: Mars's 12016 ms.
-/// assert_eq!(t.attempt_timeouts(now, &input, deadline).first_packet, now + Duration::from_millis(12_016));
-/// t.on_connect_sample(Duration::from_millis(100));
-/// // rto = 300 ms; 2·rto + 16 ms is below the 2 s floor.
-/// assert_eq!(t.attempt_timeouts(now, &input, deadline).first_packet, now + Duration::from_secs(2));
-/// t.on_timeout(now, TimeoutKind::FirstPacket);
-/// assert_eq!(t.attempt_timeouts(now, &input, deadline).first_packet, now + Duration::from_secs(4));
-/// ```
+/// (The example runs as the unit test `examples::timeout_adaptive_adaptivetimeouts`.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AdaptiveTimeouts {
+pub(crate) struct AdaptiveTimeouts {
     config: TimeoutConfig,
     net: NetworkKind,
     clock: MonotonicClock,
@@ -132,7 +117,7 @@ pub struct AdaptiveTimeouts {
 
 impl AdaptiveTimeouts {
     /// A machine for network `net` with no history.
-    pub fn new(config: TimeoutConfig, net: NetworkKind) -> Self {
+    pub(crate) fn new(config: TimeoutConfig, net: NetworkKind) -> Self {
         let rtt = config.adaptive.map_or(RttConfig::STN, |a| a.rtt);
         AdaptiveTimeouts {
             config,
@@ -147,7 +132,7 @@ impl AdaptiveTimeouts {
 
     /// Network change: forget everything learned (dynamic state, estimators,
     /// escalation) and continue on `net`.
-    pub fn reset(&mut self, net: NetworkKind) {
+    pub(crate) fn reset(&mut self, net: NetworkKind) {
         self.net = net;
         self.dynamic.reset();
         self.rtt.reset();
@@ -156,38 +141,42 @@ impl AdaptiveTimeouts {
     }
 
     /// The configuration.
-    pub fn config(&self) -> &TimeoutConfig {
+    pub(crate) fn config(&self) -> &TimeoutConfig {
         &self.config
     }
 
+    #[cfg(test)]
     /// The network this machine measures (selects the dynamic timeout's W/M
     /// limits).
-    pub fn network(&self) -> NetworkKind {
+    pub(crate) fn network(&self) -> NetworkKind {
         self.net
     }
 
     /// Mars's dynamic-timeout state.
-    pub fn dyn_state(&self) -> DynState {
+    pub(crate) fn dyn_state(&self) -> DynState {
         self.dynamic.state()
     }
 
+    #[cfg(test)]
     /// The RTT estimator.
-    pub fn rtt(&self) -> &RttEstimator {
+    pub(crate) fn rtt(&self) -> &RttEstimator {
         &self.rtt
     }
 
+    #[cfg(test)]
     /// Throughput estimate in bytes per second, if a transfer was measured.
-    pub fn throughput(&self) -> Option<u64> {
+    pub(crate) fn throughput(&self) -> Option<u64> {
         self.throughput.estimate()
     }
 
+    #[cfg(test)]
     /// Timeouts since the last success.
-    pub fn consecutive_timeouts(&self) -> u32 {
+    pub(crate) fn consecutive_timeouts(&self) -> u32 {
         self.consecutive_timeouts
     }
 
     /// A TCP connect took `rtt` (one round trip).
-    pub fn on_connect_sample(&mut self, rtt: Duration) {
+    pub(crate) fn on_connect_sample(&mut self, rtt: Duration) {
         self.rtt.sample(rtt);
     }
 
@@ -195,7 +184,7 @@ impl AdaptiveTimeouts {
     /// Once a throughput estimate exists the request's transfer time is
     /// subtracted; the rest (round trip plus server time) is an RTT sample, so
     /// the RTO learns the server's usual latency too.
-    pub fn on_first_packet(&mut self, cost: Duration, send_len: usize) {
+    pub(crate) fn on_first_packet(&mut self, cost: Duration, send_len: usize) {
         let sample = match self.throughput.estimate() {
             Some(rate) => cost.saturating_sub(transfer_time(send_len, rate)),
             None => cost,
@@ -203,14 +192,15 @@ impl AdaptiveTimeouts {
         self.rtt.sample(sample);
     }
 
+    #[cfg(test)]
     /// `bytes` were transferred in `dur` (feeds the throughput estimate).
-    pub fn on_transfer(&mut self, bytes: usize, dur: Duration) {
+    pub(crate) fn on_transfer(&mut self, bytes: usize, dur: Duration) {
         self.throughput.sample(bytes, dur);
     }
 
     /// An attempt timed out: escalates stn's timeouts and records a failure
     /// in the dynamic timeout.
-    pub fn on_timeout(&mut self, now: Instant, kind: TimeoutKind) {
+    pub(crate) fn on_timeout(&mut self, now: Instant, kind: TimeoutKind) {
         let _ = kind; // every kind escalates alike; the kind is for callers' logs
         let now = self.clock.observe(now);
         self.consecutive_timeouts = self.consecutive_timeouts.saturating_add(1);
@@ -219,14 +209,14 @@ impl AdaptiveTimeouts {
 
     /// An attempt failed for another reason (connect failure, reset): a
     /// failure for the dynamic timeout, no escalation.
-    pub fn on_failure(&mut self, now: Instant) {
+    pub(crate) fn on_failure(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         self.dynamic.record(now, self.net, AttemptOutcome::Failed);
     }
 
     /// An attempt completed: resets escalation and records the sample in the
     /// dynamic timeout.
-    pub fn on_success(&mut self, now: Instant, sample: AttemptSample) {
+    pub(crate) fn on_success(&mut self, now: Instant, sample: AttemptSample) {
         let now = self.clock.observe(now);
         self.consecutive_timeouts = 0;
         self.dynamic
@@ -248,7 +238,7 @@ impl AdaptiveTimeouts {
 
     /// The first-packet timeout for `input` (its `dyn_state` is replaced by
     /// the machine's). Long polling: the long-polling timeout.
-    pub fn first_packet_timeout(&self, input: &AttemptInput) -> Duration {
+    pub(crate) fn first_packet_timeout(&self, input: &AttemptInput) -> Duration {
         if let Some(lpt) = input.long_polling {
             return lpt;
         }
@@ -276,7 +266,7 @@ impl AdaptiveTimeouts {
     }
 
     /// The read-write timeout for `input`.
-    pub fn read_write_timeout(&self, input: &AttemptInput) -> Duration {
+    pub(crate) fn read_write_timeout(&self, input: &AttemptInput) -> Duration {
         if let Some(lpt) = input.long_polling {
             return long_polling_read_write_timeout(&self.config, input.net, lpt);
         }
@@ -292,7 +282,7 @@ impl AdaptiveTimeouts {
     }
 
     /// The packet-gap timeout on `net`.
-    pub fn packet_gap_timeout(&self, net: NetworkKind) -> Duration {
+    pub(crate) fn packet_gap_timeout(&self, net: NetworkKind) -> Duration {
         let mars = packet_gap_timeout(&self.config, net);
         let Some(a) = self.config.adaptive.filter(|_| self.rtt.has_samples()) else {
             return mars;
@@ -306,10 +296,11 @@ impl AdaptiveTimeouts {
         )
     }
 
+    #[cfg(test)]
     /// The deadlines of an attempt whose timers start at `now` (Mars's
     /// `start_send_time`: first byte written on a long link, connect done on
     /// a short link), each clamped to `task_deadline`.
-    pub fn attempt_timeouts(
+    pub(crate) fn attempt_timeouts(
         &mut self,
         now: Instant,
         input: &AttemptInput,

@@ -5,11 +5,11 @@ use crate::time::{Duration, Instant, MonotonicClock};
 
 /// Slots in the outcome window (the size of Mars's
 /// `dyntime_failed_normal_count_` bitset).
-pub const DYN_WINDOW_LEN: usize = 10;
+pub(crate) const DYN_WINDOW_LEN: usize = 10;
 
 /// The dynamic-timeout state (`kEValuating` = 1, `kExcellent` = 2, `kBad` = 3).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DynState {
+pub(crate) enum DynState {
     /// Not enough evidence either way (the initial state).
     #[default]
     Evaluating,
@@ -22,6 +22,7 @@ pub enum DynState {
 
 /// "Meets expectation" cost limits per size class, for one network column.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct SizeClassCosts {
     /// Size < `small_package_len`: `kDynTimeSmallPackage{Wifi,GPRS}Costtime`
     /// 500 ms / 1000 ms.
@@ -38,6 +39,7 @@ pub struct SizeClassCosts {
 
 /// Constants of the dynamic timeout (`mars/stn/config.h`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DynamicTimeoutConfig {
     /// `kDynTimeSmallPackageLen` = 3 KiB (exclusive bound of "small").
     pub small_package_len: usize,
@@ -92,7 +94,7 @@ impl Default for DynamicTimeoutConfig {
 
 /// One finished attempt, as the dynamic timeout sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct AttemptSample {
+pub(crate) struct AttemptSample {
     /// Request + response bytes.
     pub bytes: usize,
     /// From the start of sending (Mars `start_send_time`) to completion.
@@ -101,7 +103,7 @@ pub struct AttemptSample {
 
 /// How an attempt ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AttemptOutcome {
+pub(crate) enum AttemptOutcome {
     /// It completed; classified by size and cost.
     Completed(AttemptSample),
     /// It failed (a timeout, a connect failure): Mars's tag −1.
@@ -144,22 +146,9 @@ enum Tag {
 ///
 /// [`first_packet_timeout`]: super::first_packet_timeout
 ///
-/// ```
-/// use stn_proto::net::NetworkKind;
-/// use stn_proto::time::{Duration, Instant};
-/// use stn_proto::timeout::*;
-///
-/// let mut dt = DynamicTimeout::new(DynamicTimeoutConfig::MARS);
-/// let fast_mid = AttemptOutcome::Completed(AttemptSample { bytes: 5_000, cost: Duration::from_millis(300) });
-/// for i in 0..10 {
-///     dt.record(Instant::from_secs(i), NetworkKind::Wifi, fast_mid);
-/// }
-/// assert_eq!(dt.state(), DynState::Excellent);
-/// dt.record(Instant::from_secs(11), NetworkKind::Wifi, AttemptOutcome::Failed);
-/// assert_eq!(dt.state(), DynState::Evaluating);
-/// ```
+/// (The example runs as the unit test `examples::timeout_dynamic_dynamictimeout`.)
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct DynamicTimeout {
+pub(crate) struct DynamicTimeout {
     config: DynamicTimeoutConfig,
     clock: MonotonicClock,
     state: DynState,
@@ -175,7 +164,7 @@ pub struct DynamicTimeout {
 
 impl DynamicTimeout {
     /// A fresh machine: Evaluating, window all ones.
-    pub fn new(config: DynamicTimeoutConfig) -> Self {
+    pub(crate) fn new(config: DynamicTimeoutConfig) -> Self {
         DynamicTimeout {
             config,
             clock: MonotonicClock::new(),
@@ -190,24 +179,25 @@ impl DynamicTimeout {
 
     /// Back to the initial state (Mars `ResetStatus`, on network change). The
     /// monotonic clock is kept.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         let clock = self.clock;
         *self = DynamicTimeout::new(self.config);
         self.clock = clock;
     }
 
     /// The current state.
-    pub fn state(&self) -> DynState {
+    pub(crate) fn state(&self) -> DynState {
         self.state
     }
 
     /// Non-failed slots in the window.
-    pub fn window_ones(&self) -> u32 {
+    pub(crate) fn window_ones(&self) -> u32 {
         self.window.iter().filter(|&&b| b).count() as u32
     }
 
+    #[cfg(test)]
     /// Consecutive met expectations counted while Evaluating.
-    pub fn continuous_good(&self) -> u32 {
+    pub(crate) fn continuous_good(&self) -> u32 {
         self.continuous_good
     }
 
@@ -240,7 +230,12 @@ impl DynamicTimeout {
     /// Records one finished attempt at `now` on network `net` (which selects
     /// the W/M cost limits) and returns the new state. All transitions live
     /// here.
-    pub fn record(&mut self, now: Instant, net: NetworkKind, outcome: AttemptOutcome) -> DynState {
+    pub(crate) fn record(
+        &mut self,
+        now: Instant,
+        net: NetworkKind,
+        outcome: AttemptOutcome,
+    ) -> DynState {
         let now = self.clock.observe(now);
         let tag = self.classify(net, outcome);
         let expired = match self.window_epoch {

@@ -2,8 +2,9 @@
 
 use crate::time::{duration_nanos_saturating, Duration};
 
-/// Constants of [`RttEstimator`].
+/// Constants of `RttEstimator`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RttConfig {
     /// RTO before any sample (RFC 6298 §2.1: 1 s).
     pub initial_rto: Duration,
@@ -39,18 +40,9 @@ impl Default for RttConfig {
 /// α = 1/8, β = 1/4. Integer nanosecond arithmetic, so results are exact and
 /// deterministic.
 ///
-/// ```
-/// use stn_proto::time::Duration;
-/// use stn_proto::timeout::{RttConfig, RttEstimator};
-/// let mut e = RttEstimator::new(RttConfig::STN);
-/// assert_eq!(e.rto(), Duration::from_secs(1));
-/// e.sample(Duration::from_millis(300));
-/// assert_eq!(e.srtt(), Some(Duration::from_millis(300)));
-/// assert_eq!(e.rttvar(), Duration::from_millis(150));
-/// assert_eq!(e.rto(), Duration::from_millis(900));
-/// ```
+/// (The example runs as the unit test `examples::timeout_estimate_rttestimator`.)
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RttEstimator {
+pub(crate) struct RttEstimator {
     config: RttConfig,
     srtt: Option<u64>,
     rttvar: u64,
@@ -59,7 +51,7 @@ pub struct RttEstimator {
 
 impl RttEstimator {
     /// An estimator with no samples.
-    pub fn new(config: RttConfig) -> Self {
+    pub(crate) fn new(config: RttConfig) -> Self {
         RttEstimator {
             config,
             srtt: None,
@@ -69,7 +61,7 @@ impl RttEstimator {
     }
 
     /// Feeds one round-trip measurement.
-    pub fn sample(&mut self, rtt: Duration) {
+    pub(crate) fn sample(&mut self, rtt: Duration) {
         let r = duration_nanos_saturating(rtt);
         match self.srtt {
             None => {
@@ -86,27 +78,29 @@ impl RttEstimator {
     }
 
     /// Smoothed RTT, `None` before any sample.
-    pub fn srtt(&self) -> Option<Duration> {
+    pub(crate) fn srtt(&self) -> Option<Duration> {
         self.srtt.map(Duration::from_nanos)
     }
 
+    #[cfg(test)]
     /// RTT variation (zero before any sample).
-    pub fn rttvar(&self) -> Duration {
+    pub(crate) fn rttvar(&self) -> Duration {
         Duration::from_nanos(self.rttvar)
     }
 
+    #[cfg(test)]
     /// Number of samples fed.
-    pub fn samples(&self) -> u64 {
+    pub(crate) fn samples(&self) -> u64 {
         self.samples
     }
 
     /// Whether at least one sample was fed.
-    pub fn has_samples(&self) -> bool {
+    pub(crate) fn has_samples(&self) -> bool {
         self.srtt.is_some()
     }
 
     /// The retransmission-style timeout (`initial_rto` before any sample).
-    pub fn rto(&self) -> Duration {
+    pub(crate) fn rto(&self) -> Duration {
         let Some(s) = self.srtt else {
             return self.config.initial_rto;
         };
@@ -119,7 +113,7 @@ impl RttEstimator {
     }
 
     /// Forgets every sample (network change).
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         *self = RttEstimator::new(self.config);
     }
 }
@@ -128,18 +122,19 @@ impl RttEstimator {
 /// newest sample. Samples with no bytes are ignored; a zero duration counts
 /// as 1 ms.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ThroughputEstimator {
+pub(crate) struct ThroughputEstimator {
     estimate: Option<u64>,
 }
 
 impl ThroughputEstimator {
     /// An estimator with no samples.
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         ThroughputEstimator { estimate: None }
     }
 
+    #[cfg(test)]
     /// Feeds `bytes` moved in `dur`.
-    pub fn sample(&mut self, bytes: usize, dur: Duration) {
+    pub(crate) fn sample(&mut self, bytes: usize, dur: Duration) {
         if bytes == 0 {
             return;
         }
@@ -156,12 +151,12 @@ impl ThroughputEstimator {
     }
 
     /// Bytes per second, `None` before any sample.
-    pub fn estimate(&self) -> Option<u64> {
+    pub(crate) fn estimate(&self) -> Option<u64> {
         self.estimate
     }
 
     /// Forgets every sample.
-    pub fn reset(&mut self) {
+    pub(crate) fn reset(&mut self) {
         self.estimate = None;
     }
 }
@@ -171,15 +166,13 @@ impl ThroughputEstimator {
 /// 100 % is treated as 100 %, so the result is monotone non-decreasing in
 /// `consecutive`.
 ///
-/// ```
-/// use stn_proto::time::Duration;
-/// use stn_proto::timeout::backoff;
-/// let s = Duration::from_secs;
-/// assert_eq!(backoff(s(2), 200, 0, s(12)), s(2));
-/// assert_eq!(backoff(s(2), 200, 2, s(12)), s(8));
-/// assert_eq!(backoff(s(2), 200, 3, s(12)), s(12));
-/// ```
-pub fn backoff(base: Duration, factor_percent: u32, consecutive: u32, cap: Duration) -> Duration {
+/// (The example runs as the unit test `examples::timeout_estimate_backoff`.)
+pub(crate) fn backoff(
+    base: Duration,
+    factor_percent: u32,
+    consecutive: u32,
+    cap: Duration,
+) -> Duration {
     let cap = duration_nanos_saturating(cap);
     let factor = u128::from(factor_percent.max(100));
     let mut v = u128::from(duration_nanos_saturating(base));

@@ -10,7 +10,7 @@
 //! assert!(rows.len() < 80, "{} rows", rows.len()); // the full product has 108 000
 //! ```
 
-use stn_proto::rng::Rng;
+use stn_proto::Rng;
 
 /// Candidate rows tried per row kept.
 const CANDIDATES: usize = 24;

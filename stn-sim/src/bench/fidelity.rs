@@ -33,7 +33,7 @@
 //! (`outage-Rs/fit`); the fidelity test asserts the fitted rows and prints
 //! both.
 
-use stn_proto::time::Duration;
+use stn_proto::Duration;
 
 use crate::bench::record::RunRecord;
 use crate::bench::scenario::Platform;
@@ -68,7 +68,7 @@ pub fn restore_lag(platform: Platform) -> Duration {
 pub fn fit_note(platform: Platform) -> String {
     format!(
         "fitted scenario: network back {} ms after nominal; engine resolves {} copies of the IP",
-        stn_proto::time::duration_nanos_saturating(restore_lag(platform)) / 1_000_000,
+        crate::units::duration_nanos_saturating(restore_lag(platform)) / 1_000_000,
         FIT_DNS_COPIES
     )
 }

@@ -415,7 +415,7 @@ mod tests {
     fn tolerance_is_the_larger_of_two_percent_and_one_rtt_per_call() {
         let mut cell = crate::bench::matrix::design_cells(true).remove(0);
         cell.retry = Some(0);
-        cell.rtt = stn_proto::time::Duration::from_millis(100);
+        cell.rtt = stn_proto::Duration::from_millis(100);
         // 10 calls: one RTT per call = 1 s on a 20 s best: 5 % > 2 %.
         let mut recs = Vec::new();
         for s in 0..5 {

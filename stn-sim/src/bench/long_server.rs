@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use bytes::Bytes;
 use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 
 use crate::host::{ServerApp, ServerConnId, ServerReplies};
 

@@ -29,7 +29,7 @@
 //! cells with dead endpoints; NSURLSession as benchmarked gets the whole
 //! candidate list there. The gate is in [`crate::bench::gate`].
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 
 use crate::bench::covering::covering_design;
 use crate::bench::record::RunRecord;

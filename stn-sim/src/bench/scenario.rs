@@ -3,9 +3,9 @@
 
 use std::net::{IpAddr, SocketAddr};
 
-use stn_proto::rng::Rng;
-use stn_proto::time::{Duration, Instant};
 use stn_proto::Profile;
+use stn_proto::Rng;
+use stn_proto::{Duration, Instant};
 
 use crate::apps::FixedResponseApp;
 use crate::bench::long_server::LongLinkServerApp;
@@ -184,7 +184,7 @@ pub const STN_TUNED_NOTE: &str = "TUNED, not the default: \
 /// parked tasks after 250 ms; the engine now parks only tasks with an
 /// explicit `total_timeout`, which the benchmark's tasks do not set, so that
 /// override no longer changed anything and was dropped.)
-pub fn stn_tuned_config(cfg: &mut stn_proto::engine::Config) {
+pub fn stn_tuned_config(cfg: &mut stn_proto::Config) {
     cfg.timeouts.wifi.base_first_packet = Duration::from_secs(4);
     cfg.timeouts.mobile.base_first_packet = Duration::from_secs(4);
 }
@@ -385,7 +385,7 @@ pub struct RunResult {
 }
 
 fn secs(d: Duration) -> f64 {
-    stn_proto::time::duration_nanos_saturating(d) as f64 / 1e9
+    crate::units::duration_nanos_saturating(d) as f64 / 1e9
 }
 
 fn base_record(spec: &RunSpec, platform: Platform, client: &str) -> RunRecord {
@@ -581,7 +581,7 @@ pub fn run_engine_sequential(
     platform: Platform,
     spec: &RunSpec,
     successes: u64,
-) -> (RunResult, Vec<stn_proto::engine::Report>) {
+) -> (RunResult, Vec<stn_proto::Report>) {
     let rec = base_record(spec, platform, &client.config().name.clone());
     let stack = client.stack();
     let workload = SequentialWorkload::new(client, sequential_config(spec, successes));

@@ -17,14 +17,14 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::net::IpAddr;
 
 use bytes::Bytes;
-use stn_proto::engine::{Config, Engine, Event, Input, Output, Report, Verdict};
-use stn_proto::error::{Error, SocketError as ProtoSocketError, TimeoutKind};
-use stn_proto::io::{CloseReason, ConnEvent, ConnId, IoAction};
-use stn_proto::long_link::IdentifyDecision;
-use stn_proto::net::ConnectError;
-use stn_proto::task::{Channel, Task, TaskId};
-use stn_proto::time::Instant;
+use stn_proto::ConnectError;
+use stn_proto::IdentifyDecision;
+use stn_proto::Instant;
 use stn_proto::Profile;
+use stn_proto::{Channel, Task, TaskId};
+use stn_proto::{CloseReason, ConnEvent, ConnId, IoAction};
+use stn_proto::{Config, Engine, Event, Input, Output, Report, Verdict};
+use stn_proto::{Error, SocketError as ProtoSocketError, TimeoutKind};
 
 use crate::client::ClientCx;
 use crate::peers::syns_sent;
@@ -84,7 +84,7 @@ impl StnClientConfig {
         engine.short_link.hosts = vec![HOST.to_owned()];
         engine.short_link.port = short_port;
         if let Some(p) = long_port {
-            engine.long_link = Some(stn_proto::engine::LongLinkEndpoints {
+            engine.long_link = Some(stn_proto::config::LongLinkEndpoints {
                 hosts: vec![HOST.to_owned()],
                 ports: vec![p],
                 ..Default::default()

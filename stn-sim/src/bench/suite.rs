@@ -2,8 +2,8 @@
 
 use std::fmt;
 
-use stn_proto::rng::Rng;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::Rng;
+use stn_proto::{Duration, Instant};
 
 use crate::bench::record::RunRecord;
 use crate::bench::scenario::{
@@ -403,7 +403,7 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
 }
 
 /// Labels tuned runs, and surfaces any engine contract violation the
-/// adapter saw (none is expected; `tests/bench_swarm.rs` asserts it).
+/// adapter saw (none is expected; the swarm test in `fuzzing` asserts it).
 fn annotate(client: &ClientKind, rec: &mut RunRecord, violations: &[String]) {
     if *client == ClientKind::STN_TUNED {
         rec.note = Some(crate::bench::scenario::STN_TUNED_NOTE.to_owned());

@@ -43,7 +43,7 @@ pub use okhttp2017::OkHttp2017;
 pub use okhttp5::OkHttp5;
 pub use pooled::{PeerClient, PeerConfig, PoolConfig, Stagger};
 
-use stn_proto::time::Duration;
+use stn_proto::Duration;
 
 use crate::tcp::{SynSchedule, TcpStack};
 
@@ -75,7 +75,7 @@ impl Kernel {
 /// ```
 /// use stn_sim::peers::syns_sent;
 /// use stn_sim::tcp::SynSchedule;
-/// use stn_proto::time::Duration;
+/// use stn_proto::Duration;
 /// assert_eq!(syns_sent(&SynSchedule::LinuxClassic, Duration::from_secs(10)), 4);
 /// assert_eq!(syns_sent(&SynSchedule::Xnu, Duration::from_secs(60)), 10);
 /// assert_eq!(syns_sent(&SynSchedule::Xnu, Duration::ZERO), 1);

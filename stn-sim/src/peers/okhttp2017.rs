@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 
 use crate::client::{ClientCx, SimClient};
 use crate::fresh_conn::{CallError, FreshConnClient, FreshConnConfig};

@@ -2,7 +2,7 @@
 
 use std::net::SocketAddr;
 
-use stn_proto::time::Duration;
+use stn_proto::Duration;
 
 use crate::peers::pooled::{PeerClient, PeerConfig, PoolConfig, Stagger};
 use crate::peers::Kernel;

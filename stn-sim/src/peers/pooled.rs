@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 
 use crate::client::ClientCx;
 use crate::http;

@@ -7,8 +7,8 @@ use std::collections::{BTreeMap, VecDeque};
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use stn_proto::net::ConnectError;
-use stn_proto::time::Instant;
+use stn_proto::ConnectError;
+use stn_proto::Instant;
 
 use super::{Flags, RttEstimator, Segment, TcpStack, SYNACK_GIVE_UP, SYNACK_RETRANSMIT_OFFSETS};
 use crate::socket::{SocketError, SocketEvent};
@@ -613,7 +613,7 @@ impl TcpConn {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stn_proto::time::Duration;
+    use stn_proto::Duration;
 
     fn addr(s: &str) -> SocketAddr {
         s.parse().unwrap()

@@ -33,7 +33,7 @@ pub use syn::{SynSchedule, SYNACK_GIVE_UP, SYNACK_RETRANSMIT_OFFSETS};
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 
 /// IPv4 + TCP header bytes counted on the wire for every segment (the
 /// timestamp option's 12 bytes are not counted; MSS stays 1460).

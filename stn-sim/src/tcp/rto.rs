@@ -1,6 +1,8 @@
 //! Round-trip estimation and the data retransmission timeout.
 
-use stn_proto::time::{duration_nanos_saturating, Duration};
+use stn_proto::Duration;
+
+use crate::units::duration_nanos_saturating;
 
 /// RFC 6298 smoothed RTT estimator (integer nanoseconds, so deterministic on
 /// every platform).

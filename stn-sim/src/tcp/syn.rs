@@ -1,12 +1,12 @@
 //! SYN and SYN-ACK retransmission schedules (peers.md §2, §3.1, §8).
 
-use stn_proto::time::Duration;
+use stn_proto::Duration;
 
 /// When a client's TCP stack sends SYNs and when it gives up.
 ///
 /// ```
 /// use stn_sim::tcp::SynSchedule;
-/// use stn_proto::time::Duration;
+/// use stn_proto::Duration;
 /// let s = SynSchedule::LinuxClassic;
 /// assert_eq!(s.syn_offsets_secs(), &[0, 1, 3, 7, 15, 31, 63]);
 /// assert_eq!(s.give_up(), Duration::from_secs(127));

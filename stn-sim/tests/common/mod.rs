@@ -3,7 +3,7 @@
 
 use std::net::SocketAddr;
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::client::{ClientCx, SimClient};
 use stn_sim::host::{ServerApp, ServerConnId, ServerReplies};
 use stn_sim::path::Direction;

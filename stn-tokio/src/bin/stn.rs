@@ -229,8 +229,8 @@ mod send {
 
     use anyhow::{bail, Context};
     use bytes::Bytes;
-    use stn_tokio::proto::task::{Channel, Task};
     use stn_tokio::proto::Profile;
+    use stn_tokio::proto::{Channel, Task};
     use stn_tokio::server::{DEFAULT_CGI_PATH, DEFAULT_HELLO_CMD_ID};
     use stn_tokio::{Client, Endpoint};
 

@@ -25,7 +25,7 @@ pub use stn_driver::{
 ///
 /// ```
 /// use stn_tokio::{Client, server::{Server, ServerConfig}};
-/// use stn_tokio::proto::task::{Channel, Task};
+/// use stn_tokio::proto::{Channel, Task};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
 /// # async fn main() -> Result<(), Box<dyn std::error::Error>> {

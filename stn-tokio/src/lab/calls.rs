@@ -6,8 +6,8 @@
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use stn_proto::task::{Channel, Task};
 use stn_proto::Profile;
+use stn_proto::{Channel, Task};
 
 use super::LabClient;
 use crate::server::{hello_response_body, DEFAULT_CGI_PATH};
@@ -77,7 +77,7 @@ pub(super) fn stn_client_with(
     profile: Profile,
     server: SocketAddr,
     copies: usize,
-    tune: impl FnOnce(&mut stn_proto::engine::Config) + Send + 'static,
+    tune: impl FnOnce(&mut stn_proto::Config) + Send + 'static,
 ) -> anyhow::Result<Client> {
     let ban_off = profile == Profile::Mars2017;
     let builder = Client::builder()

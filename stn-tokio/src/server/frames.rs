@@ -41,7 +41,7 @@ impl FrameReader {
 
     /// The longest frame a valid header can announce: what a connection's
     /// buffer may need to hold (plus one read's worth of the next frame).
-    #[cfg(feature = "fuzzing")]
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn max_frame(&self) -> usize {
         (self.max_head as usize).saturating_add(self.max_body)
     }

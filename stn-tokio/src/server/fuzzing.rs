@@ -1,7 +1,7 @@
 //! Fuzz target bodies for the reference server's input paths, shared by the
 //! cargo-fuzz targets in `fuzz/` and the stable replay test
-//! (`stn-tokio/tests/fuzz_replay.rs`). Built only with the `fuzzing`
-//! feature.
+//! (`corpus`). Built only under `cfg(fuzzing)` (cargo-fuzz sets it) and in
+//! this crate's tests.
 //!
 //! Each body runs the server's own code on the fuzzer's bytes, without
 //! sockets, and **asserts oracles**:
@@ -12,7 +12,11 @@
 //! | [`long_input`] | the long link's `FrameReader`, `classify` and `answer` (the whole input path of a connection but the socket) | buffered bytes stay under the largest valid frame; whole / byte-at-a-time / random chunks agree; every frame re-encodes and decodes to itself; identify, noop and hello answers carry the request's cmd id and seq and the documented bodies; nothing is answered under `NeverRespond`; a decode error ends the stream |
 
 use stn_proto::codec::longlink::{self, CodecConfig, Frame, FrameDecoder, HEADER_LEN};
-pub use stn_proto::fuzzing::Target;
+// What a target is and the corpus replay: one file for the three crates
+// with fuzz targets (see its docs).
+#[path = "../../../stn-proto/src/fuzzing/corpus.rs"]
+pub mod corpus;
+pub use corpus::Target;
 
 use super::frames::{FrameError, FrameReader};
 use super::long::{answer, classify, FrameKind};
@@ -35,6 +39,8 @@ pub const TARGETS: &[Target] = &[
         seeds: long_seeds,
     },
 ];
+
+corpus::corpus_tests!(super::TARGETS);
 
 /// Splits a fixed-size prefix off `data`, zero-padded when `data` is
 /// shorter, so every byte string is a valid input.

@@ -66,7 +66,8 @@
 mod admission;
 mod budget;
 mod frames;
-#[cfg(feature = "fuzzing")]
+// The server's fuzz target bodies: only under cargo-fuzz's `cfg(fuzzing)` and in tests.
+#[cfg(any(fuzzing, test))]
 pub mod fuzzing;
 mod inbuf;
 mod listen;
@@ -909,7 +910,7 @@ async fn accept_loop(
 /// messages off it with `take` until it asks for more, then calling
 /// `waiting`; returns the messages and the error that ended the stream.
 /// (Parser tests and fuzz bodies.)
-#[cfg(any(test, feature = "fuzzing"))]
+#[cfg(any(test, fuzzing))]
 fn feed_chunks<T, E>(
     chunks: &[&[u8]],
     mut take: impl FnMut(&mut BytesMut) -> Result<Option<T>, E>,

@@ -196,7 +196,7 @@ impl RequestParser {
 
     /// Whether the head of the request in progress is parsed (its body is
     /// awaited).
-    #[cfg(feature = "fuzzing")]
+    #[cfg(any(test, fuzzing))]
     pub(crate) fn has_head(&self) -> bool {
         self.head.is_some()
     }

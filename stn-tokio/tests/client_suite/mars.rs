@@ -6,7 +6,7 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use stn_driver::proto::codec::longlink::NOOP_CMD_ID;
-use stn_driver::proto::task::{Channel, Task};
+use stn_driver::proto::{Channel, Task};
 use stn_driver::Client;
 
 use super::mars_sample::{

@@ -27,10 +27,10 @@ use std::pin::pin;
 use std::task::Poll;
 use std::time::{Duration, Instant};
 
-use stn_driver::proto::engine::{Config, ZombiePolicy};
-use stn_driver::proto::error::{Error as ProtoError, ErrorFamily, ProtocolError, TimeoutKind};
-use stn_driver::proto::race::LoserReports;
-use stn_driver::proto::task::{Channel, Task};
+use stn_driver::proto::config::LoserReports;
+use stn_driver::proto::{config::ZombiePolicy, Config};
+use stn_driver::proto::{Channel, Task};
+use stn_driver::proto::{Error as ProtoError, ErrorFamily, ProtocolError, TimeoutKind};
 use stn_driver::{BoxFuture, Builder, Client, Error, Runtime};
 use stn_tokio::server::{Fault, Server, ServerConfig, ServerHandle, Stats};
 
@@ -259,7 +259,7 @@ pub(crate) async fn hints<H: Harness>() {
     let client = builder::<H>(&server).build().expect("client");
     client.set_foreground(false);
     client.set_foreground(true);
-    client.network_changed(stn_driver::proto::net::NetworkKind::Mobile);
+    client.network_changed(stn_driver::proto::NetworkKind::Mobile);
     assert_eq!(client.send(short_task("a")).await.expect("ok").body, "a");
     assert_eq!(client.send(long_task("b")).await.expect("ok").body, "b");
     client.shutdown().await;
@@ -497,7 +497,7 @@ pub(crate) async fn oversize_length<H: Harness>() {
 pub(crate) async fn response_judge<H: Harness>() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
     use std::sync::Arc;
-    use stn_driver::proto::engine::Verdict;
+    use stn_driver::proto::Verdict;
 
     let server = ServerHost::healthy();
     let expired = Arc::new(AtomicBool::new(false));

@@ -22,9 +22,9 @@ use std::time::{Duration, Instant};
 
 use bytes::BytesMut;
 use stn_driver::proto::codec::longlink::{self, CodecConfig, Frame, FrameDecoder};
-use stn_driver::proto::error::LimitKind;
-use stn_driver::proto::error::{Error as ProtoError, ProtocolError, TimeoutKind};
-use stn_driver::proto::task::{Channel, Task};
+use stn_driver::proto::LimitKind;
+use stn_driver::proto::{Channel, Task};
+use stn_driver::proto::{Error as ProtoError, ProtocolError, TimeoutKind};
 use stn_driver::{Builder, Client, Error, Snapshot};
 
 use crate::client_suite::{bounded, fast_timeouts, Harness};
@@ -463,7 +463,7 @@ fn within_budget(what: &str, snap: &Snapshot, memory: &Memory) {
 async fn send_all<H: Harness>(
     client: &Client<H::Rt>,
     tasks: Vec<Task>,
-) -> Vec<Result<stn_driver::proto::error::Response, Error>> {
+) -> Vec<Result<stn_driver::proto::Response, Error>> {
     let mut joins = Vec::new();
     for task in tasks {
         let c = client.clone();

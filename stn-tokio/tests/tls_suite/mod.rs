@@ -16,9 +16,9 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use stn_driver::proto::error::{Error as ProtoError, SocketError};
-use stn_driver::proto::task::{Channel, Task};
-use stn_driver::proto::tls::TlsFailure;
+use stn_driver::proto::TlsFailure;
+use stn_driver::proto::{Channel, Task};
+use stn_driver::proto::{Error as ProtoError, SocketError};
 use stn_driver::tls::{self, rustls};
 use stn_driver::{Builder, Client, Error};
 use stn_tokio::server::tls::{SelfSigned, ServerTls};
@@ -332,7 +332,7 @@ pub(crate) async fn alert_mid_exchange<H: Harness>() {
 /// clear: no answer times out, a reset is a socket error, garbage a
 /// protocol error, an oversize length is refused.
 pub(crate) async fn faults_over_tls<H: Harness>() {
-    use stn_driver::proto::error::{ErrorFamily, ProtocolError, TimeoutKind};
+    use stn_driver::proto::{ErrorFamily, ProtocolError, TimeoutKind};
     let cert = self_signed(&local_names());
     for (fault, channel) in [
         (Fault::NeverRespond, Channel::Short),

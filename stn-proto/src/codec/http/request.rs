@@ -9,7 +9,7 @@ use crate::net::SocketAddr;
 ///
 /// ```
 /// use stn_proto::codec::http::RequestHead;
-/// use stn_proto::net::SocketAddr;
+/// use std::net::SocketAddr;
 ///
 /// let addr: SocketAddr = "10.0.0.1:8080".parse().unwrap();
 /// // A host name was used to find the address: it goes into `Host`.

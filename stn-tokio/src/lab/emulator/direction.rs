@@ -6,7 +6,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use stn_proto::rng::Rng;
+use stn_proto::Rng;
 use stn_sim::link::{Link, LinkSchedule, LinkStats, LinkVerdict};
 use tun::AsyncDevice;
 
@@ -122,9 +122,8 @@ impl DirectionShared {
             PacketKind::Other => {}
         }
         let since = read_at.saturating_duration_since(s.origin);
-        let now = stn_proto::time::Instant::from_nanos(
-            u64::try_from(since.as_nanos()).unwrap_or(u64::MAX),
-        );
+        let now =
+            stn_proto::Instant::from_nanos(u64::try_from(since.as_nanos()).unwrap_or(u64::MAX));
         match s.link.offer(now, packet.len()) {
             LinkVerdict::Deliver(at) => Some(s.origin + Duration::from_nanos(at.as_nanos())),
             LinkVerdict::Lost | LinkVerdict::QueueFull => None,

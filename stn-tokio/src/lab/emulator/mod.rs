@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use anyhow::Context;
-use stn_proto::rng::Rng;
+use stn_proto::Rng;
 use stn_sim::link::{LinkConditions, LinkSchedule};
 use stn_sim::path::PathSchedule;
 use tokio::sync::oneshot;

@@ -57,7 +57,7 @@ impl RealRun {
         let w = &self.scenario.workload;
         let caller = match self.client {
             RealClient::Engine { profile, tuned } => {
-                let tune = move |c: &mut stn_proto::engine::Config| {
+                let tune = move |c: &mut stn_proto::Config| {
                     if tuned {
                         stn_tuned_config(c);
                     }

@@ -2,7 +2,7 @@
 //! stn-sim with its Linux ≥ 6.5 TCP model (the stack of the kernel the lab
 //! runs on), not the scenario platform's Android (Linux < 6.5) model.
 
-use stn_proto::time::{Duration, Instant};
+use stn_proto::{Duration, Instant};
 use stn_sim::bench::scenario::{
     engine_client, run_engine_sequential, run_engine_single, run_sequential, run_single,
     server_apps, ClientKind, Platform, RunSpec, SERVER,

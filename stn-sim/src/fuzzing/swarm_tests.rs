@@ -1,5 +1,5 @@
 //! Swarm runs over many seeds of the small scenarios the `sim_scenario` fuzz
-//! target runs ([`stn_sim::fuzzing::Scenario`], one builder for both): random
+//! target runs ([`Scenario`], one builder for both): random
 //! networks (presets or per-direction delay, jitter, bandwidth and queue;
 //! Bernoulli and bursty loss; outages and scripted changes), TCP stacks, and
 //! clients — the stn engine under every profile on the short and long link
@@ -8,17 +8,17 @@
 //! held = tasks awaited, connections agree, `poll_timeout` never in the past);
 //! at the end every call has ended exactly once, in order, with the server's
 //! body when it succeeded, within the time cap, and a second run gives the
-//! same trace ([`stn_sim::fuzzing::Scenario::check`]).
+//! same trace ([`Scenario::check`]).
 //!
-//! Replay one seed: `STN_SWARM_SEED=<seed> cargo test -p stn-sim --test bench_swarm -- --nocapture`.
+//! Replay one seed: `STN_SWARM_SEED=<seed> cargo test -p stn-sim --lib swarm -- --nocapture`.
 
-use stn_sim::fuzzing::Scenario;
+use super::Scenario;
 
 fn check(seed: u64) {
     let scenario = Scenario::from_seed(seed);
     if let Err(e) = scenario.check() {
         panic!(
-            "replay: STN_SWARM_SEED={seed} cargo test -p stn-sim --test bench_swarm -- --nocapture\n{e}"
+            "replay: STN_SWARM_SEED={seed} cargo test -p stn-sim --lib swarm -- --nocapture\n{e}"
         );
     }
 }
@@ -36,7 +36,7 @@ fn swarm_engine_invariants_hold_and_every_call_ends_once() {
 
 #[test]
 fn quick_suites_show_no_engine_contract_violation() {
-    use stn_sim::bench::{run_suite, BenchOptions, Suite};
+    use crate::bench::{run_suite, BenchOptions, Suite};
     let opts = BenchOptions::new(9, true);
     for suite in Suite::ALL {
         for r in run_suite(suite, &opts) {

@@ -1,0 +1,29 @@
+//! Every knob of the [`Config`](crate::Config), by the part of the engine it
+//! tunes. A `Config` starts from a [`Profile`](crate::Profile)
+//! ([`Config::for_profile`](crate::Config::for_profile)); these are the types
+//! of its fields, for an app that changes one.
+//!
+//! ```
+//! use stn_proto::{Config, Duration, Profile};
+//!
+//! let mut config = Config::for_profile(Profile::Stn);
+//! config.long.heartbeat.interval = Duration::from_secs(60);
+//! if let Some(adaptive) = &mut config.timeouts.adaptive {
+//!     adaptive.first_packet_floor = Duration::from_secs(3);
+//! }
+//! ```
+
+pub use crate::ban::{BanConfig, ReloadPolicy};
+pub use crate::engine::{
+    ChannelChoice, HedgePolicy, LongLinkEndpoints, NoNetworkPolicy, PoolConfig, ShortLinkEndpoints,
+    ZombiePolicy, STN_MAX_ABANDONS,
+};
+pub use crate::heartbeat::{HeartbeatConfig, RttScaledTimeout};
+pub use crate::limit::{AntiAvalancheConfig, FlowLimitConfig, FrequencyLimitConfig};
+pub use crate::long_link::LongLinkConfig;
+pub use crate::monitor::{ActivityConfig, ConnectMonitorConfig, ReconnectBackoff};
+pub use crate::race::{AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor, RaceConfig};
+pub use crate::short_link::{ExchangeConfig, ExchangeTimeouts};
+pub use crate::timeout::{
+    AdaptiveConfig, DynamicTimeoutConfig, NetworkTimeouts, RttConfig, SizeClassCosts, TimeoutConfig,
+};
