@@ -51,6 +51,10 @@
 //! per request in the measured window.
 //! Both processes run tokio's multi-thread runtime with one worker per core.
 //!
+//! `cargo bench -p stn-tokio --bench loopback -- --in-flight 1000,10000`
+//! measures memory instead: heap bytes per long-link call in flight, for
+//! stn and the baseline multiplexer (see `in_flight_main`).
+//!
 //! Run without `--bench` (as `cargo test --benches` does) it is a smoke test:
 //! every scenario in-process for a fraction of a second, failing on any error.
 #![allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark program reports on stdout
@@ -59,7 +63,7 @@ use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -177,6 +181,9 @@ struct Opts {
     only: Vec<Scenario>,
     /// Child mode: run this scenario against these addresses, print a result line.
     child: Option<(Scenario, SocketAddr, SocketAddr)>,
+    /// `--in-flight N,...`: measure heap bytes per in-flight long-link call
+    /// instead of throughput.
+    in_flight: Vec<usize>,
     /// Child mode: the TLS server's CA certificate (PEM file).
     ca: Option<String>,
 }
@@ -194,6 +201,7 @@ fn parse_args() -> Result<Opts, String> {
         only: Vec::new(),
         child: None,
         ca: None,
+        in_flight: Vec::new(),
     };
     let mut scenario = None;
     let mut long = None;
@@ -242,12 +250,24 @@ fn parse_args() -> Result<Opts, String> {
                 scenario = Some(Scenario::parse(&v).ok_or(format!("unknown scenario {v:?}"))?);
             }
             "--long" => long = Some(addr(args.next())?),
+            "--in-flight" => {
+                let v = args.next().ok_or("--in-flight needs counts")?;
+                for n in v.split(',') {
+                    opts.in_flight.push(
+                        n.parse()
+                            .ok()
+                            .filter(|&n: &usize| n > 0)
+                            .ok_or(format!("bad count {n:?}"))?,
+                    );
+                }
+            }
             "--ca" => opts.ca = Some(args.next().ok_or("--ca needs a file")?),
             "--short" => short = Some(addr(args.next())?),
             "--help" | "-h" => {
                 return Err(
                     "usage: loopback [--quick] [--warmup-secs S] [--measure-secs S] [--rounds N] \
-                     [--only stn-long,base-long,stn-short,base-short,stn-short-ka,reqwest,stn-long-tls,stn-short-ka-tls,reqwest-tls] [--in-process]"
+                     [--only stn-long,base-long,stn-short,base-short,stn-short-ka,reqwest,stn-long-tls,stn-short-ka-tls,reqwest-tls] [--in-process] \
+                     | --in-flight N[,N...]"
                         .to_owned(),
                 )
             }
@@ -273,6 +293,8 @@ fn parse_args() -> Result<Opts, String> {
 // allocations per request.
 
 static ALLOCATIONS: AtomicU64 = AtomicU64::new(0);
+/// Heap bytes live now (allocated minus freed), for `--in-flight`.
+static LIVE_BYTES: AtomicI64 = AtomicI64::new(0);
 
 /// The system allocator, counting allocations (`alloc`, `alloc_zeroed` and
 /// `realloc` calls).
@@ -283,23 +305,27 @@ struct CountingAlloc;
 unsafe impl std::alloc::GlobalAlloc for CountingAlloc {
     unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(layout.size() as i64, Ordering::Relaxed);
         // SAFETY: the caller's contract is passed on unchanged.
         unsafe { std::alloc::System.alloc(layout) }
     }
 
     unsafe fn alloc_zeroed(&self, layout: std::alloc::Layout) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(layout.size() as i64, Ordering::Relaxed);
         // SAFETY: as above.
         unsafe { std::alloc::System.alloc_zeroed(layout) }
     }
 
     unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        LIVE_BYTES.fetch_sub(layout.size() as i64, Ordering::Relaxed);
         // SAFETY: as above.
         unsafe { std::alloc::System.dealloc(ptr, layout) }
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: std::alloc::Layout, new_size: usize) -> *mut u8 {
         ALLOCATIONS.fetch_add(1, Ordering::Relaxed);
+        LIVE_BYTES.fetch_add(new_size as i64 - layout.size() as i64, Ordering::Relaxed);
         // SAFETY: as above.
         unsafe { std::alloc::System.realloc(ptr, layout, new_size) }
     }
@@ -1089,6 +1115,9 @@ fn main() {
         }
         std::process::exit(child_main(scenario, long, short, &opts));
     }
+    if !opts.in_flight.is_empty() {
+        std::process::exit(in_flight_main(&opts.in_flight));
+    }
     let mut opts = opts;
     if !opts.bench {
         // `cargo test --benches`: a smoke run, everything in this process.
@@ -1280,4 +1309,129 @@ fn check_histogram() {
             "bucket of {v} ends at {up}"
         );
     }
+}
+
+// ---------------------------------------------------------------------------
+// `--in-flight N,...`: heap bytes per long-link call in flight.
+//
+// The server holds every hello response for ten minutes (noop and identify
+// are answered at once), so N calls started together all stay in flight.
+// For stn and for the baseline multiplexer, in turn: connect, read the live
+// heap bytes, spawn N tokio tasks each awaiting one call, wait until all N
+// requests are on the connection (stn: the engine's long-link in-flight
+// count; baseline: N waiters registered) and the heap stops moving, then
+// read the live bytes again. The difference over N is what one in-flight
+// call costs the process: the caller's spawned task and its future, and
+// everything the client holds for it.
+
+fn in_flight_main(counts: &[usize]) -> i32 {
+    let rt = runtime();
+    let server = rt
+        .block_on(Server::start(ServerConfig {
+            delay: Duration::from_secs(600),
+            ..ServerConfig::default()
+        }))
+        .expect("reference server starts");
+    let long = server.long_addr().expect("long link");
+    println!("in-flight memory: server in-process on {long}, every hello held 600 s");
+    println!(
+        "{:<10} {:>8} {:>14} {:>10}",
+        "client", "N", "bytes/call", "settle"
+    );
+    let mut failed = false;
+    for &n in counts {
+        for scenario in [Scenario::StnLong, Scenario::BaseLong] {
+            match rt.block_on(measure_in_flight(scenario, long, n)) {
+                Ok((bytes, settle)) => {
+                    println!(
+                        "{:<10} {:>8} {:>14.0} {:>9.1}s",
+                        scenario.name(),
+                        n,
+                        bytes,
+                        settle.as_secs_f64()
+                    );
+                    eprintln!(
+                        "{{\"client\":\"{}\",\"n\":{n},\"bytes_per_call\":{bytes:.1}}}",
+                        scenario.name()
+                    );
+                }
+                Err(e) => {
+                    eprintln!("in-flight {} N={n}: {e}", scenario.name());
+                    failed = true;
+                }
+            }
+        }
+    }
+    i32::from(failed)
+}
+
+async fn measure_in_flight(
+    scenario: Scenario,
+    long: SocketAddr,
+    n: usize,
+) -> Result<(f64, Duration), String> {
+    let target = Arc::new(match scenario {
+        Scenario::StnLong => Target::Stn {
+            client: Client::builder()
+                .ip(long.ip())
+                .long_link_port(long.port())
+                .max_queued_tasks(n + 16)
+                .max_in_flight_long(n)
+                .build()
+                .map_err(|e| e.to_string())?,
+            channel: Channel::Long,
+            keep_alive: false,
+        },
+        Scenario::BaseLong => Target::connect(scenario, long, long).await?,
+        other => return Err(format!("{} has no in-flight mode", other.name())),
+    });
+    // Let connection set-up allocations settle before the baseline reading.
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let before = LIVE_BYTES.load(Ordering::Relaxed);
+    let started = Instant::now();
+    let mut calls = Vec::with_capacity(n);
+    for i in 0..n {
+        let target = target.clone();
+        let body = Bytes::from(format!("in-flight {i:>8}"));
+        calls.push(tokio::spawn(async move { target.call(body).await }));
+    }
+    // Bounded wait: every request on the wire, then the heap still for 300 ms.
+    let deadline = started + Duration::from_secs(120);
+    let mut last = (i64::MIN, Instant::now());
+    loop {
+        if Instant::now() > deadline {
+            for c in &calls {
+                c.abort();
+            }
+            return Err("calls did not all reach the connection within 120 s".to_owned());
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let on_wire = match &*target {
+            Target::Stn { client, .. } => client
+                .snapshot()
+                .await
+                .is_some_and(|s| s.long_in_flight == n),
+            // Its writer drains the queue as fast as the socket takes it:
+            // all waiters registered and the heap still is the same state.
+            Target::BaseLong(mux) => mux.pending.lock().expect("lock").len() == n,
+            _ => false,
+        };
+        let live = LIVE_BYTES.load(Ordering::Relaxed);
+        if live != last.0 {
+            last = (live, Instant::now());
+        }
+        if on_wire && last.1.elapsed() >= Duration::from_millis(300) {
+            break;
+        }
+    }
+    let settle = started.elapsed();
+    let after = LIVE_BYTES.load(Ordering::Relaxed);
+    for c in &calls {
+        c.abort();
+    }
+    drop(calls);
+    if let Ok(target) = Arc::try_unwrap(target) {
+        target.close().await;
+    }
+    Ok(((after - before) as f64 / n as f64, settle))
 }
