@@ -17,8 +17,8 @@
 //!   to stderr: a progress bar on a terminal, one line per run otherwise
 //!   (logs); the speed line ends it. Stdout is the same for the same
 //!   command.
-//! - `bench --known-misses FILE` (the matrix gate in CI) exits non-zero
-//!   when a matrix cell misses the gate and is not listed in FILE (see
+//! - `bench --known-misses FILE` (the matrix and tls gates in CI) exits
+//!   non-zero when a matrix or tls cell misses the gate and is not listed in FILE (see
 //!   `stn_sim::bench::gate`); listed cells that now pass are named so the
 //!   list can shrink. `--write-known-misses FILE` writes the current misses
 //!   in that format.
@@ -92,11 +92,12 @@ struct BenchArgs {
     /// Directory for report.md, report.json and the charts.
     #[arg(long, value_name = "DIR", default_value = "target/stn-bench")]
     out: PathBuf,
-    /// Matrix gate: exit non-zero when a matrix cell misses and is not in
-    /// this list (one `platform scenario` per line, `#` comments).
+    /// Matrix and tls gate: exit non-zero when a matrix or tls cell misses
+    /// and is not in this list (one `platform scenario` per line, `#`
+    /// comments).
     #[arg(long, value_name = "FILE")]
     known_misses: Option<PathBuf>,
-    /// Write the matrix cells that miss, in the known-misses format.
+    /// Write the matrix and tls cells that miss, in the known-misses format.
     #[arg(long, value_name = "FILE")]
     write_known_misses: Option<PathBuf>,
     /// Print the whole report (report.md) on stdout instead of the summary.
@@ -306,10 +307,22 @@ fn bench(a: BenchArgs) -> Result<(), String> {
 /// the list of today's misses (`--write-known-misses`).
 fn matrix_gate(a: &BenchArgs, runs: &[RunRecord], command: &str) -> Result<(), String> {
     use stn_sim::bench::gate;
-    let verdicts = gate::verdicts(runs);
-    let misses = verdicts.iter().filter(|v| !v.met()).count();
-    if !verdicts.is_empty() {
-        eprintln!("matrix gate: {} cells, {misses} misses", verdicts.len());
+    // The matrix's cells and the tls suite's, gated alike (their keys differ:
+    // tls cells' scenarios start with `tls `).
+    let mut verdicts = gate::verdicts(runs);
+    let tls = stn_sim::bench::tls_suite::verdicts(runs);
+    if !tls.is_empty() {
+        eprintln!(
+            "tls gate: {} cells, {} misses",
+            tls.len(),
+            tls.iter().filter(|v| !v.met()).count()
+        );
+    }
+    let matrix_cells = verdicts.len();
+    verdicts.extend(tls);
+    let misses = verdicts[..matrix_cells].iter().filter(|v| !v.met()).count();
+    if matrix_cells > 0 {
+        eprintln!("matrix gate: {matrix_cells} cells, {misses} misses");
     }
     if let Some(path) = &a.write_known_misses {
         std::fs::write(path, gate::known_misses_file(&verdicts, command))
@@ -323,28 +336,27 @@ fn matrix_gate(a: &BenchArgs, runs: &[RunRecord], command: &str) -> Result<(), S
         .map_err(|e| format!("reading the known-misses list {}: {e}", path.display()))?;
     let known = gate::parse_known_misses(&text);
     if verdicts.is_empty() {
-        return Err("--known-misses given but the matrix suite did not run".into());
+        return Err(
+            "--known-misses given but the matrix suite did not run (nor the tls suite)".into(),
+        );
     }
     let (new, fixed) = gate::check_known(&verdicts, &known);
     for k in &fixed {
-        eprintln!(
-            "matrix gate: `{k}` now passes: remove it from {}",
-            path.display()
-        );
+        eprintln!("gate: `{k}` now passes: remove it from {}", path.display());
     }
     if new.is_empty() {
         eprintln!(
-            "matrix gate: every miss is a known one ({} listed in {})",
+            "gate: every miss is a known one ({} listed in {})",
             known.len(),
             path.display()
         );
         return Ok(());
     }
     for k in &new {
-        eprintln!("matrix gate: NEW MISS `{k}`");
+        eprintln!("gate: NEW MISS `{k}`");
     }
     Err(format!(
-        "{} matrix cell(s) miss the gate and are not in {}",
+        "{} cell(s) miss the gate and are not in {}",
         new.len(),
         path.display()
     ))

@@ -278,7 +278,7 @@ pub fn check_known(verdicts: &[CellVerdict], known: &[String]) -> (Vec<String>, 
 /// evidence as a comment.
 pub fn known_misses_file(verdicts: &[CellVerdict], command: &str) -> String {
     let mut out = format!(
-        "# Matrix cells where stn misses the gate (issue 11), from `{command}`.\n\
+        "# Cells where stn misses the gate (matrix: issue 11; tls: issue 12), from `{command}`.\n\
          # CI fails when a cell not listed here misses; remove a line when its cell passes.\n"
     );
     for v in verdicts.iter().filter(|v| !v.met()) {

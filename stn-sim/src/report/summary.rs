@@ -54,7 +54,7 @@ fn headline_row(suite: &str, platform: &str, runs: &[&RunRecord]) -> Option<Stri
     let hi = ratios.iter().copied().fold(0.0, f64::max);
     let wins = ratios.iter().filter(|r| **r <= 1.0).count();
     Some(format!(
-        "| {suite} | {platform} | {lo:.2}–{hi:.2}× | {wins} of {} |",
+        "| {suite} | {platform} | {lo:.3}–{hi:.3}× | {wins} of {} |",
         ratios.len()
     ))
 }
@@ -85,7 +85,22 @@ fn gate_lines(out: &mut String, name: &str, verdicts: &[CellVerdict]) {
         out,
         misses
             .iter()
-            .map(|v| format!("`{}`: {:.2}× (allowed {:.2}×)", v.key(), v.ratio, v.allowed))
+            .map(|v| {
+                let fails = if v.fail_ok {
+                    String::new()
+                } else {
+                    format!(
+                        "; fails {:.1} vs {:.1} per 100 at retry 0",
+                        v.stn.fail_per_100, v.best_fail_per_100
+                    )
+                };
+                format!(
+                    "`{}`: {:.2}× (allowed {:.2}×){fails}",
+                    v.key(),
+                    v.ratio,
+                    v.allowed
+                )
+            })
             .collect(),
     );
 }
@@ -109,7 +124,7 @@ pub fn summary(report: &Report, command: &str, dir: &str) -> String {
     }
     if !rows.is_empty() {
         out.push_str(
-            "## stn against the best other client (time; < 1 = stn faster; seed's first run)\n\n",
+            "## stn against the best other client (time; < 1 = stn faster; the first run of each scenario)\n\n",
         );
         out.push_str("| suite | platform | stn / best other | scenarios where stn ≤ best |\n|---|---|---|---|\n");
         for r in rows {
@@ -183,7 +198,7 @@ mod tests {
             .push(single("outage-5s", "ios", "stn", 0, Some(5.4), 0.0));
         let s = summary(&report, "stn-sim bench --seed 1", "out");
         assert!(s.starts_with("# stn benchmark summary\n\n`stn-sim bench --seed 1`: 4 runs"));
-        assert!(s.contains("| loss | ios | 0.62–0.62× | 1 of 1 |"), "{s}");
+        assert!(s.contains("| loss | ios | 0.625–0.625× | 1 of 1 |"), "{s}");
         assert!(s.contains("- **`stn` targets**: "), "{s}");
         assert!(s.contains("`out/report.md`"), "{s}");
         // Far shorter than the full report.
