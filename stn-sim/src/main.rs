@@ -263,10 +263,8 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         if b.is_hidden() {
             eprintln!("{}", progress_line(r, c.secs()));
         } else {
-            b.set_message(format!(
-                "{} {} {} {}",
-                r.suite, r.scenario, r.platform, r.client
-            ));
+            // The suite is the bar's prefix.
+            b.set_message(format!("{} {} {}", r.scenario, r.platform, r.client));
         }
     }));
     let mut report = Report::new(a.seed);
