@@ -15,7 +15,7 @@
 //!
 //! - [`Suite`]: `Suite::ALL`, [`Suite::name`] (`loss`, `sensitivity`,
 //!   `request_size`, `response_size`, `long_link`, `bursty`, `recommended`,
-//!   `matrix`),
+//!   `matrix`, `tls`),
 //!   [`Suite::from_name`], [`Suite::is_published`].
 //! - [`BenchOptions`] `{ seed, quick, tuned, progress }`: `quick` = 50
 //!   successes instead of 500, 10 calls instead of 50, one sensitivity run
@@ -72,6 +72,7 @@ pub mod scenario;
 pub mod stn_client;
 pub mod suite;
 pub mod targets;
+pub mod tls_suite;
 
 pub use record::RunRecord;
 pub use suite::{run_suite, run_suites, BenchOptions, Progress, Suite};

@@ -209,6 +209,12 @@ impl SimClient for FreshConnClient {
                 call.deadline = cx.now() + self.cfg.read_timeout;
                 cx.set_wakeup(Some(call.deadline));
             }
+            // TLS: TCP is up and the handshake runs under the read timeout
+            // (OkHttp sets the socket's read timeout before the handshake).
+            SocketEvent::TcpConnected => {
+                call.deadline = cx.now() + self.cfg.read_timeout;
+                cx.set_wakeup(Some(call.deadline));
+            }
             SocketEvent::ConnectFailed(e) => self.finish(cx, Err(CallError::ConnectFailed(e))),
             SocketEvent::Data(d) => {
                 call.response.extend_from_slice(&d);

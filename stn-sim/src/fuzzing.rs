@@ -514,6 +514,7 @@ impl Scenario {
             dns_copies,
             candidates: Vec::new(),
             keep_alive_server: self.keep_alive_server,
+            tls: false,
             seed: self.seed,
             run: 0,
         }

@@ -291,6 +291,8 @@ impl ServerHost {
                         app.on_peer_closed(now, id, &mut replies);
                     }
                 }
+                // Server sockets are plain TCP (TLS runs in the app).
+                SocketEvent::TcpConnected => {}
                 SocketEvent::Reset | SocketEvent::TimedOut | SocketEvent::ConnectFailed(_) => {
                     if let Some(app) = app {
                         app.on_reset(now, id);

@@ -37,7 +37,7 @@
 //!
 //! What is modelled and what is not: see [`link`] (processing order,
 //! FIFO jitter) and [`tcp`] (handshake, windows, timers, simplifications).
-//! Not modelled at all yet: DNS, TLS, IPv6-specific behaviour, network
+//! TLS 1.3 is in [`tls`]. Not modelled at all yet: DNS, IPv6-specific behaviour, network
 //! change notifications to clients, middleboxes.
 //!
 //! ```
@@ -94,6 +94,7 @@ pub mod scenario;
 pub mod sim;
 pub mod socket;
 pub mod tcp;
+pub mod tls;
 pub mod trace;
 mod units;
 pub mod workload;

@@ -8,13 +8,17 @@
 //! ```
 //!
 //! - `bench` runs the benchmark suites of `docs/stn-benchmark.md`
-//!   (all of them unless `--suite` picks some), prints the published-style
-//!   Markdown tables on stdout, writes `report.md`, `report.json` and SVG
-//!   charts into `--out` (default `target/stn-bench/`), and ends with the
-//!   speed line on stderr. Progress (one line per run) goes to stderr, so
-//!   stdout is exactly the tables and the same for the same command.
-//! - `bench --known-misses FILE` (the matrix gate in CI) exits non-zero
-//!   when a matrix cell misses the gate and is not listed in FILE (see
+//!   (all of them unless `--suite` picks some), writes `report.md` (every
+//!   published-style table), `report.json` and SVG charts into `--out`
+//!   (default `target/stn-bench/`, cleared of the previous run's files
+//!   first, so it holds one run), and prints a short summary on stdout:
+//!   the headline table, targets and gates met and missed, where the
+//!   report is (`--full` prints the whole report instead). Progress goes
+//!   to stderr: a progress bar on a terminal, one line per run otherwise
+//!   (logs); the speed line ends it. Stdout is the same for the same
+//!   command.
+//! - `bench --known-misses FILE` (the matrix and tls gates in CI) exits
+//!   non-zero when a matrix or tls cell misses the gate and is not listed in FILE (see
 //!   `stn_sim::bench::gate`); listed cells that now pass are named so the
 //!   list can shrink. `--write-known-misses FILE` writes the current misses
 //!   in that format.
@@ -23,6 +27,7 @@
 //! - `trace` prints one run's simulator trace, one event per line, then its
 //!   hash. Without `--scenario` it runs a built-in one (stn on 3G + 30 %
 //!   loss, three calls); `--matrix-cell "android sweep outage-13.9s"`
+//!   (or a tls cell, `--matrix-cell "ios tls loss-30% long"`)
 //!   replays a matrix cell (its key as the gate prints it; `--run` is the
 //!   seed index 0–4, `--quick` the quick size).
 //!
@@ -87,13 +92,17 @@ struct BenchArgs {
     /// Directory for report.md, report.json and the charts.
     #[arg(long, value_name = "DIR", default_value = "target/stn-bench")]
     out: PathBuf,
-    /// Matrix gate: exit non-zero when a matrix cell misses and is not in
-    /// this list (one `platform scenario` per line, `#` comments).
+    /// Matrix and tls gate: exit non-zero when a matrix or tls cell misses
+    /// and is not in this list (one `platform scenario` per line, `#`
+    /// comments).
     #[arg(long, value_name = "FILE")]
     known_misses: Option<PathBuf>,
-    /// Write the matrix cells that miss, in the known-misses format.
+    /// Write the matrix and tls cells that miss, in the known-misses format.
     #[arg(long, value_name = "FILE")]
     write_known_misses: Option<PathBuf>,
+    /// Print the whole report (report.md) on stdout instead of the summary.
+    #[arg(long)]
+    full: bool,
 }
 
 #[derive(Debug, Args)]
@@ -186,6 +195,24 @@ fn progress_line(r: &RunRecord, at: f64) -> String {
     )
 }
 
+/// The suites' progress bar on stderr: hidden when stderr is not a
+/// terminal (indicatif draws nothing there).
+fn progress_bar(suites: usize) -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::with_draw_target(
+        Some(suites as u64),
+        indicatif::ProgressDrawTarget::stderr(),
+    );
+    if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{elapsed:>4} [{bar:24}] {pos}/{len} suites · {prefix}: {wide_msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar
+}
+
 /// The canonical command line of a bench run (no `--out`: where the files
 /// go does not change them).
 fn bench_command(a: &BenchArgs) -> String {
@@ -227,30 +254,49 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     let clock = std::rc::Rc::new(Stopwatch::start());
     let mut opts = BenchOptions::new(a.seed, a.quick);
     opts.tuned = !a.no_tuned;
+    // A bar on a terminal; on a pipe or file the bar is hidden and each run
+    // is a line (a log to read back).
+    let bar = progress_bar(suites.len());
     let c = std::rc::Rc::clone(&clock);
+    let b = bar.clone();
     opts.progress = Some(Box::new(move |r: &RunRecord| {
-        eprintln!("{}", progress_line(r, c.secs()));
+        if b.is_hidden() {
+            eprintln!("{}", progress_line(r, c.secs()));
+        } else {
+            // The suite is the bar's prefix.
+            b.set_message(format!("{} {} {}", r.scenario, r.platform, r.client));
+        }
     }));
     let mut report = Report::new(a.seed);
     for suite in suites {
         let t0 = clock.secs();
+        bar.set_prefix(suite.name());
         let runs = run_suite(suite, &opts);
-        eprintln!(
-            "suite {} done: {} runs in {:.1} s",
-            suite.name(),
-            runs.len(),
-            clock.secs() - t0
-        );
+        bar.inc(1);
+        bar.suspend(|| {
+            eprintln!(
+                "suite {} done: {} runs in {:.1} s",
+                suite.name(),
+                runs.len(),
+                clock.secs() - t0
+            );
+        });
         report.runs.extend(runs);
     }
+    bar.finish_and_clear();
     let wall = clock.secs();
     let command = bench_command(&a);
-    print!("{}", report::report_markdown(&report, &command));
     let files = report::write_report_dir(&a.out, &report, &command)
         .map_err(|e| format!("writing {}: {e}", a.out.display()))?;
-    for f in files {
-        eprintln!("wrote {}", f.display());
+    if a.full {
+        print!("{}", report::report_markdown(&report, &command));
+    } else {
+        print!(
+            "{}",
+            report::summary::summary(&report, &command, &a.out.display().to_string())
+        );
     }
+    eprintln!("wrote {} files into {}", files.len(), a.out.display());
     eprintln!("{}", speed_line(&report.runs, wall));
     matrix_gate(&a, &report.runs, &command)
 }
@@ -259,10 +305,22 @@ fn bench(a: BenchArgs) -> Result<(), String> {
 /// the list of today's misses (`--write-known-misses`).
 fn matrix_gate(a: &BenchArgs, runs: &[RunRecord], command: &str) -> Result<(), String> {
     use stn_sim::bench::gate;
-    let verdicts = gate::verdicts(runs);
-    let misses = verdicts.iter().filter(|v| !v.met()).count();
-    if !verdicts.is_empty() {
-        eprintln!("matrix gate: {} cells, {misses} misses", verdicts.len());
+    // The matrix's cells and the tls suite's, gated alike (their keys differ:
+    // tls cells' scenarios start with `tls `).
+    let mut verdicts = gate::verdicts(runs);
+    let tls = stn_sim::bench::tls_suite::verdicts(runs);
+    if !tls.is_empty() {
+        eprintln!(
+            "tls gate: {} cells, {} misses",
+            tls.len(),
+            tls.iter().filter(|v| !v.met()).count()
+        );
+    }
+    let matrix_cells = verdicts.len();
+    verdicts.extend(tls);
+    let misses = verdicts[..matrix_cells].iter().filter(|v| !v.met()).count();
+    if matrix_cells > 0 {
+        eprintln!("matrix gate: {matrix_cells} cells, {misses} misses");
     }
     if let Some(path) = &a.write_known_misses {
         std::fs::write(path, gate::known_misses_file(&verdicts, command))
@@ -276,28 +334,27 @@ fn matrix_gate(a: &BenchArgs, runs: &[RunRecord], command: &str) -> Result<(), S
         .map_err(|e| format!("reading the known-misses list {}: {e}", path.display()))?;
     let known = gate::parse_known_misses(&text);
     if verdicts.is_empty() {
-        return Err("--known-misses given but the matrix suite did not run".into());
+        return Err(
+            "--known-misses given but the matrix suite did not run (nor the tls suite)".into(),
+        );
     }
     let (new, fixed) = gate::check_known(&verdicts, &known);
     for k in &fixed {
-        eprintln!(
-            "matrix gate: `{k}` now passes: remove it from {}",
-            path.display()
-        );
+        eprintln!("gate: `{k}` now passes: remove it from {}", path.display());
     }
     if new.is_empty() {
         eprintln!(
-            "matrix gate: every miss is a known one ({} listed in {})",
+            "gate: every miss is a known one ({} listed in {})",
             known.len(),
             path.display()
         );
         return Ok(());
     }
     for k in &new {
-        eprintln!("matrix gate: NEW MISS `{k}`");
+        eprintln!("gate: NEW MISS `{k}`");
     }
     Err(format!(
-        "{} matrix cell(s) miss the gate and are not in {}",
+        "{} cell(s) miss the gate and are not in {}",
         new.len(),
         path.display()
     ))
@@ -336,11 +393,18 @@ fn run(a: RunArgs) -> Result<(), String> {
 
 fn trace(a: TraceArgs) -> Result<(), String> {
     if let Some(key) = &a.matrix_cell {
-        let cell = stn_sim::bench::matrix::find_cell(key, a.quick).ok_or_else(|| {
-            format!(
-                "no matrix cell {key:?} (keys are `platform scenario`, as report.md prints them)"
-            )
-        })?;
+        // A matrix cell, or a cell of the tls suite (its keys start `… tls `).
+        let cell = stn_sim::bench::matrix::find_cell(key, a.quick)
+            .or_else(|| {
+                stn_sim::bench::tls_suite::cells(a.quick)
+                    .into_iter()
+                    .find(|c| c.key() == *key)
+            })
+            .ok_or_else(|| {
+                format!(
+                    "no matrix or tls cell {key:?} (keys are `platform scenario`, as report.md prints them)"
+                )
+            })?;
         let client = a.client.clone().unwrap_or_else(|| "stn".to_owned());
         let t = cell.trace(&client, a.seed, a.run)?;
         print_trace(

@@ -15,6 +15,7 @@ use crate::link::{Link, LinkStats, LinkVerdict};
 use crate::path::{Direction, PathSchedule};
 use crate::socket::{SocketError, SocketEvent, SocketId};
 use crate::tcp::{Flags, Segment, TcpConn, TcpStack};
+use crate::tls::{TicketStore, TlsClientConfig, TlsSession};
 use crate::trace::{DropReason, Trace};
 
 /// Stream ids for [`Rng::derive`]: one family per kind of component.
@@ -33,6 +34,10 @@ pub(crate) enum NetEvent {
         seg: Segment,
     },
     ClientTimer {
+        socket: SocketId,
+    },
+    /// A TLS socket's handshake deadline.
+    HandshakeTimer {
         socket: SocketId,
     },
     ServerTimer {
@@ -68,6 +73,15 @@ struct ClientSock {
     /// the client hears nothing more.
     released: bool,
     timer: Option<Instant>,
+    /// The TLS layer, on sockets of clients that do TLS.
+    tls: Option<TlsSession>,
+}
+
+/// A client's TLS configuration and the tickets it kept.
+#[derive(Debug)]
+struct TlsClient {
+    cfg: TlsClientConfig,
+    tickets: TicketStore,
 }
 
 /// Everything but the clients.
@@ -86,6 +100,8 @@ pub(crate) struct Network {
     next_port: u16,
     /// Socket events waiting to be handed to their client.
     pub(crate) pending: VecDeque<(ClientId, SocketId, SocketEvent)>,
+    /// Clients whose sockets run TLS.
+    tls_clients: BTreeMap<ClientId, TlsClient>,
 }
 
 impl Network {
@@ -103,6 +119,25 @@ impl Network {
             next_socket: 0,
             next_port: PORT_FIRST,
             pending: VecDeque::new(),
+            tls_clients: BTreeMap::new(),
+        }
+    }
+
+    /// Runs TLS on every later socket of `client` (`None`: plain TCP).
+    pub(crate) fn set_client_tls(&mut self, client: ClientId, cfg: Option<TlsClientConfig>) {
+        match cfg {
+            Some(cfg) => {
+                self.tls_clients.insert(
+                    client,
+                    TlsClient {
+                        cfg,
+                        tickets: TicketStore::default(),
+                    },
+                );
+            }
+            None => {
+                self.tls_clients.remove(&client);
+            }
         }
     }
 
@@ -165,6 +200,10 @@ impl Network {
                 key: (port, remote),
                 released: false,
                 timer: None,
+                tls: self
+                    .tls_clients
+                    .get(&owner)
+                    .map(|t| TlsSession::new(&t.cfg)),
             },
         );
         self.drive_socket(id);
@@ -199,7 +238,19 @@ impl Network {
         data: &[u8],
     ) -> Result<(), SocketError> {
         let now = self.now;
-        self.owned(owner, id)?.conn.send(now, data)?;
+        let s = self.owned(owner, id)?;
+        match s.tls.as_mut() {
+            Some(tls) => {
+                // Refused exactly when a plain socket would refuse it.
+                s.conn.send(now, &[])?;
+                let mut wire = Vec::new();
+                tls.write(data, &mut wire);
+                if !wire.is_empty() {
+                    s.conn.send(now, &wire)?;
+                }
+            }
+            None => s.conn.send(now, data)?,
+        }
         self.drive_socket(id);
         Ok(())
     }
@@ -225,6 +276,20 @@ impl Network {
     /// Drains a client connection: segments to the wire, events to the
     /// pending queue, timer to the event queue; forgets it once closed.
     fn drive_socket(&mut self, id: SocketId) {
+        let now = self.now;
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
+        // The TLS layer first: what it writes joins this drain's segments.
+        if let Some(tls) = s.tls.as_mut() {
+            let mut out = crate::tls::SessionOutput::default();
+            while let Some(ev) = s.conn.poll_event() {
+                if let Some(t) = self.tls_clients.get_mut(&s.owner) {
+                    tls.on_event(now, ev, &mut t.tickets, &mut out);
+                }
+            }
+            self.apply_tls(id, out);
+        }
         let Some(s) = self.sockets.get_mut(&id) else {
             return;
         };
@@ -254,6 +319,32 @@ impl Network {
         }
         for seg in out {
             self.transmit(Direction::Up, seg);
+        }
+    }
+
+    /// Carries out what a socket's TLS layer asked for: its bytes to the
+    /// connection, its events to the client, its deadline to the queue.
+    fn apply_tls(&mut self, id: SocketId, out: crate::tls::SessionOutput) {
+        let now = self.now;
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
+        if !out.send.is_empty() {
+            // A connection that can no longer send is failing; its own
+            // events tell the client.
+            let _ = s.conn.send(now, &out.send);
+        }
+        for ev in out.events {
+            if !s.released {
+                self.pending.push_back((s.owner, id, ev));
+            }
+        }
+        if out.close {
+            s.released = true;
+            s.conn.close(now);
+        }
+        if let Some(t) = out.deadline {
+            self.queue.push(t, NetEvent::HandshakeTimer { socket: id });
         }
     }
 
@@ -344,6 +435,15 @@ impl Network {
                 }
                 s.timer = None;
                 s.conn.handle_timeout(now);
+                self.drive_socket(socket);
+            }
+            NetEvent::HandshakeTimer { socket } => {
+                let Some(tls) = self.sockets.get_mut(&socket).and_then(|s| s.tls.as_mut()) else {
+                    return;
+                };
+                let mut out = crate::tls::SessionOutput::default();
+                tls.on_deadline(now, &mut out);
+                self.apply_tls(socket, out);
                 self.drive_socket(socket);
             }
             NetEvent::ServerTimer { host, conn } => {

@@ -79,6 +79,26 @@ pub fn fresh_tcp_call(
     v
 }
 
+/// The TLS 1.3 handshake after the TCP one (RFC 8446 §2): the
+/// ClientHello, then the server's flight (`flight_len` bytes: the
+/// certificate chain of a full handshake). The client's Finished travels
+/// with its first request, so a call on a fresh TLS connection is k = 6
+/// (peers.md §8.3).
+pub fn tls_handshake(client_hello_len: usize, flight_len: usize) -> Vec<Message> {
+    vec![
+        Message {
+            dir: Direction::Up,
+            payload: client_hello_len,
+            after: Duration::ZERO,
+        },
+        Message {
+            dir: Direction::Down,
+            payload: flight_len,
+            after: Duration::ZERO,
+        },
+    ]
+}
+
 /// The messages of a call on an established connection (k = 2): request,
 /// response after `server_delay`.
 pub fn long_link_call(

@@ -21,6 +21,7 @@
 
 pub mod chart;
 pub mod heatmap;
+pub mod summary;
 pub mod table;
 
 use std::path::{Path, PathBuf};
@@ -146,7 +147,7 @@ pub fn charts(runs: &[RunRecord]) -> Vec<(String, chart::LineChart)> {
                         }
                     }
                 }
-                "request_size" | "response_size" | "matrix" => {}
+                "request_size" | "response_size" | "matrix" | "tls" => {}
                 _ => {
                     if let Some(c) = chart::loss_chart(runs, suite, platform) {
                         out.push((format!("{}.svg", file_stem(&[suite, platform])), c));
@@ -172,14 +173,56 @@ pub fn heatmaps(runs: &[RunRecord]) -> Vec<(String, heatmap::Heatmap)> {
     out
 }
 
+/// The list of the files the last run wrote, kept in the output folder so
+/// the next run removes exactly those.
+pub const WRITTEN_LIST: &str = ".stn-sim-bench-files";
+
+/// Whether `name` is a file some bench run writes: `report.md`,
+/// `report.json`, [`WRITTEN_LIST`], or an SVG whose name starts with a
+/// suite's name (every chart and heatmap does).
+pub fn is_bench_file(name: &str) -> bool {
+    if matches!(name, "report.md" | "report.json" | WRITTEN_LIST) {
+        return true;
+    }
+    name.ends_with(".svg")
+        && crate::bench::Suite::ALL
+            .iter()
+            .any(|s| name.starts_with(&format!("{}-", file_stem(&[s.name()]))))
+}
+
+/// Removes what an earlier run left in `dir` (the files its list names and
+/// any other file [`is_bench_file`] recognises; nothing else), so the
+/// folder holds one run only.
+pub fn clear_previous_run(dir: &Path) -> std::io::Result<()> {
+    let listed = std::fs::read_to_string(dir.join(WRITTEN_LIST)).unwrap_or_default();
+    for name in listed.lines().map(str::trim).filter(|n| !n.is_empty()) {
+        // Only plain names in the folder itself.
+        if !name.contains(['/', '\\']) && name != ".." {
+            let _ = std::fs::remove_file(dir.join(name));
+        }
+    }
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries {
+        let e = e?;
+        if e.file_type()?.is_file() && e.file_name().to_str().is_some_and(is_bench_file) {
+            std::fs::remove_file(e.path())?;
+        }
+    }
+    Ok(())
+}
+
 /// Writes `report.md`, `report.json` and the charts into `dir` (created if
-/// missing); returns the paths written, in that order.
+/// missing) after removing the previous run's files
+/// ([`clear_previous_run`]); returns the paths written, in that order.
 pub fn write_report_dir(
     dir: &Path,
     report: &Report,
     command: &str,
 ) -> std::io::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir)?;
+    clear_previous_run(dir)?;
     let mut written = Vec::new();
     let mut put = |name: &str, text: &str| -> std::io::Result<()> {
         let path = dir.join(name);
@@ -201,6 +244,11 @@ pub fn write_report_dir(
             .map_err(|e| std::io::Error::other(e.to_string()))?;
         put(&name, &svg)?;
     }
+    let names: Vec<String> = written
+        .iter()
+        .filter_map(|p| p.file_name().and_then(|n| n.to_str()).map(str::to_owned))
+        .collect();
+    std::fs::write(dir.join(WRITTEN_LIST), names.join("\n") + "\n")?;
     Ok(written)
 }
 
@@ -238,6 +286,45 @@ mod tests {
         assert!(md.starts_with(
             "# stn benchmark report\n\n- command: `stn-sim bench --seed 9`\n- seed: 9\n"
         ));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_new_run_leaves_only_its_own_files_and_nothing_else_is_touched() {
+        let dir = std::env::temp_dir().join(format!("stn-sim-one-run-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        // An older full run's charts, and a file of the user's.
+        for stale in [
+            "matrix-heatmap.svg",
+            "loss-android.svg",
+            "long-link-ios.svg",
+        ] {
+            std::fs::write(dir.join(stale), "<svg/>").unwrap();
+        }
+        std::fs::write(dir.join("notes.txt"), "mine").unwrap();
+        std::fs::write(dir.join("logo.svg"), "<svg/>").unwrap();
+        let mut report = Report::new(9);
+        report
+            .runs
+            .push(single("outage-5s", "ios", "stn", 0, Some(5.4), 0.0));
+        write_report_dir(&dir, &report, "stn-sim bench --suite sensitivity").unwrap();
+        let mut names: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(
+            names,
+            [
+                WRITTEN_LIST,
+                "logo.svg",
+                "notes.txt",
+                "report.json",
+                "report.md",
+                "sensitivity-ios.svg"
+            ]
+        );
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -615,6 +615,7 @@ impl Scenario {
             dns_copies: self.workload.dns_copies,
             candidates: Vec::new(),
             keep_alive_server: self.workload.keep_alive_server,
+            tls: false,
             seed: run_seed(seed, &self.name, run),
             run,
         }

@@ -154,6 +154,13 @@ impl<C: SimClient> Simulation<C> {
         id
     }
 
+    /// Runs TLS 1.3 ([`crate::tls`]) on every socket client `id` opens from
+    /// now on (`None`: plain TCP, the default). Its tickets live as long as
+    /// the client.
+    pub fn set_client_tls(&mut self, id: ClientId, tls: Option<crate::tls::TlsClientConfig>) {
+        self.net.set_client_tls(id, tls);
+    }
+
     /// The client model `id`.
     ///
     /// # Panics

@@ -12,8 +12,12 @@ pub struct SocketId(pub u64);
 /// Something that happened on a client socket.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SocketEvent {
-    /// The three-way handshake completed (the SYN-ACK arrived).
+    /// The connection is up: the three-way handshake completed (the
+    /// SYN-ACK arrived) and, on a TLS socket, the TLS handshake too.
     Connected,
+    /// TLS sockets only ([`crate::tls`]): the TCP handshake completed and
+    /// the TLS handshake starts; `Connected` or `ConnectFailed` follows.
+    TcpConnected,
     /// The connection attempt failed: `Refused` (RST answered the SYN) or
     /// `TimedOut` (the OS SYN schedule gave up).
     ConnectFailed(ConnectError),
@@ -34,6 +38,7 @@ impl SocketEvent {
     pub fn kind(&self) -> &'static str {
         match self {
             SocketEvent::Connected => "connected",
+            SocketEvent::TcpConnected => "tcp-connected",
             SocketEvent::ConnectFailed(_) => "connect-failed",
             SocketEvent::Data(_) => "data",
             SocketEvent::Closed => "closed",
@@ -66,6 +71,7 @@ impl SocketEvent {
             SocketEvent::Closed => h.write_u8(4),
             SocketEvent::Reset => h.write_u8(5),
             SocketEvent::TimedOut => h.write_u8(6),
+            SocketEvent::TcpConnected => h.write_u8(7),
         }
     }
 }

@@ -21,6 +21,7 @@ fn spec(seed: u64, path: PathSchedule) -> RunSpec {
         dns_copies: 4,
         candidates: Vec::new(),
         keep_alive_server: false,
+        tls: false,
         seed,
         run: 0,
     }

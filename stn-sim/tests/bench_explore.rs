@@ -26,6 +26,7 @@ fn spec(path: PathSchedule, seed: u64) -> RunSpec {
         dns_copies: 4,
         candidates: Vec::new(),
         keep_alive_server: false,
+        tls: false,
         seed,
         run: 0,
     }

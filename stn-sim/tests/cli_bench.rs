@@ -69,9 +69,20 @@ fn quick_sensitivity_writes_the_report_files() {
         assert!(raw["runs"][0].get(key).is_some(), "missing {key}");
     }
 
-    // report.md: the same tables as stdout, under a reproducible header.
+    // stdout: the short summary (headline, targets, where the report is).
+    assert!(stdout.starts_with(
+        "# stn benchmark summary\n\n`stn-sim bench --quick --seed 3 --suite sensitivity`: "
+    ));
+    assert!(stdout.contains("| sensitivity | ios | "), "{stdout}");
+    assert!(stdout.contains("- **`stn` targets**: "), "{stdout}");
+    assert!(
+        stdout.contains(&format!("`{}/report.md`", dir.display())),
+        "{stdout}"
+    );
+    assert!(stdout.lines().count() < 40, "{stdout}");
+
+    // report.md: every table, under a reproducible header.
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    assert_eq!(md, stdout);
     assert!(md.starts_with(
         "# stn benchmark report\n\n- command: `stn-sim bench --quick --seed 3 --suite sensitivity`\n"
     ));
@@ -107,7 +118,11 @@ fn same_seed_same_report() {
     let (a, b) = (out_dir("bench-a"), out_dir("bench-b"));
     let (out_a, _) = bench(&a, &["--no-tuned"]);
     let (out_b, _) = bench(&b, &["--no-tuned"]);
-    assert_eq!(out_a, out_b);
+    // The summary names its folder; otherwise the same bytes.
+    assert_eq!(
+        out_a.replace(&a.display().to_string(), "DIR"),
+        out_b.replace(&b.display().to_string(), "DIR")
+    );
     assert!(!out_a.contains("stn-tuned"));
     for f in ["report.json", "report.md", "sensitivity-ios.svg"] {
         assert_eq!(
@@ -118,6 +133,37 @@ fn same_seed_same_report() {
     }
     std::fs::remove_dir_all(&a).unwrap();
     std::fs::remove_dir_all(&b).unwrap();
+}
+
+#[test]
+fn full_prints_the_report_and_the_folder_holds_one_run() {
+    let dir = out_dir("bench-one-run");
+    std::fs::create_dir_all(&dir).unwrap();
+    // What an older run of other suites left, and a file that is not the bench's.
+    for stale in ["matrix-heatmap.svg", "loss-ios.svg", "bursty-android.svg"] {
+        std::fs::write(dir.join(stale), "<svg/>").unwrap();
+    }
+    std::fs::write(dir.join("keep.txt"), "not the bench's").unwrap();
+    let (stdout, _) = bench(&dir, &["--no-tuned", "--full"]);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert_eq!(md, stdout);
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    assert!(names.contains(&"keep.txt".to_owned()), "{names:?}");
+    for stale in ["matrix-heatmap.svg", "loss-ios.svg", "bursty-android.svg"] {
+        assert!(
+            !names.contains(&stale.to_owned()),
+            "{stale} left: {names:?}"
+        );
+    }
+    assert!(names.iter().all(|n| n == "keep.txt"
+        || n == ".stn-sim-bench-files"
+        || n.starts_with("report.")
+        || n.starts_with("sensitivity-")));
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

@@ -67,5 +67,15 @@ fn a_matrix_cell_replays_as_the_bench_ran_it() {
         .output()
         .unwrap();
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no matrix cell \"nowhere\""));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no matrix or tls cell \"nowhere\""));
+}
+
+#[test]
+fn a_tls_cell_replays_with_its_handshakes() {
+    let out = trace(&["--matrix-cell", "ios tls loss-0% fresh", "--quick"]);
+    assert!(out.contains("# matrix cell ios tls loss-0% fresh client stn seed 1 run 0:"));
+    // Every call on a fresh connection: TCP up, then the TLS handshake.
+    assert!(out.contains("socket 0: TcpConnected"), "{out}");
+    assert!(out.contains("socket 0: Connected"), "{out}");
+    assert!(out.contains("client 0 note workload-call-ok"), "{out}");
 }

@@ -36,6 +36,7 @@ fn spec(seed: u64, retry_count: Option<u8>, keep_alive_server: bool) -> RunSpec 
         dns_copies: 1,
         candidates: Vec::new(),
         keep_alive_server,
+        tls: false,
         seed,
         run: 0,
     }

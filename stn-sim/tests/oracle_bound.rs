@@ -1,10 +1,12 @@
 //! The oracle is a true lower bound (issue 11 point 3): no client finishes
 //! before it in any run. Checked call by call on the matrix (every design
-//! cell and every 15th sweep cell, two root seeds, quick size) and run by
-//! run on every other suite at quick size.
+//! cell and every 15th sweep cell, two root seeds, quick size) and on every
+//! cell of the `tls` suite (two root seeds, quick size), and run by run on
+//! every other suite at quick size.
 
 use stn_sim::bench::matrix::{design_cells, sweep_cells, Cell};
 use stn_sim::bench::scenario::{run_sequential, run_single, ClientKind, RunResult};
+use stn_sim::bench::tls_suite;
 use stn_sim::bench::{run_suite, BenchOptions, RunRecord, Suite};
 
 /// When each successful call of a run finished, s, in order (a sweep
@@ -69,6 +71,16 @@ fn no_client_beats_the_oracle_in_any_matrix_cell() {
     }
 }
 
+#[test]
+fn no_client_beats_the_oracle_in_any_tls_cell() {
+    let cells = tls_suite::cells(true);
+    for seed in [1u64, 2] {
+        for cell in &cells {
+            check_cell(cell, seed);
+        }
+    }
+}
+
 /// The oracle's record of the same scenario run as `r`.
 fn oracle_of<'a>(records: &'a [RunRecord], r: &RunRecord) -> Option<&'a RunRecord> {
     records.iter().find(|o| {
@@ -83,7 +95,11 @@ fn oracle_of<'a>(records: &'a [RunRecord], r: &RunRecord) -> Option<&'a RunRecor
 #[test]
 fn no_client_beats_the_oracle_in_any_other_suite() {
     let opts = BenchOptions::new(3, true);
-    for suite in Suite::ALL.into_iter().filter(|s| *s != Suite::Matrix) {
+    // The matrix and the tls suite are checked call by call above.
+    for suite in Suite::ALL
+        .into_iter()
+        .filter(|s| !matches!(s, Suite::Matrix | Suite::Tls))
+    {
         let records = run_suite(suite, &opts);
         let mut compared = 0;
         for r in records.iter().filter(|r| r.client != "oracle") {

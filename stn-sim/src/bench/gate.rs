@@ -216,7 +216,17 @@ pub fn verdict(cell: &Cell, records: &[&RunRecord]) -> Option<CellVerdict> {
 
 /// The verdicts on every matrix cell that has records, in cell order.
 pub fn verdicts(records: &[RunRecord]) -> Vec<CellVerdict> {
-    let matrix: Vec<&RunRecord> = records.iter().filter(|r| r.suite == "matrix").collect();
+    verdicts_in(records, crate::bench::Suite::Matrix, &cells(false))
+}
+
+/// The verdicts on every cell of `cells` (cells of `suite`) that has
+/// records, in cell order.
+pub fn verdicts_in(
+    records: &[RunRecord],
+    suite: crate::bench::Suite,
+    cells: &[Cell],
+) -> Vec<CellVerdict> {
+    let matrix: Vec<&RunRecord> = records.iter().filter(|r| r.suite == suite.name()).collect();
     if matrix.is_empty() {
         return Vec::new();
     }
@@ -228,7 +238,7 @@ pub fn verdicts(records: &[RunRecord]) -> Vec<CellVerdict> {
             .or_default()
             .push(r);
     }
-    cells(false)
+    cells
         .iter()
         .filter_map(|cell| {
             let mine = by_cell.get(&(cell.platform.name(), cell.name.as_str()))?;
@@ -268,7 +278,7 @@ pub fn check_known(verdicts: &[CellVerdict], known: &[String]) -> (Vec<String>, 
 /// evidence as a comment.
 pub fn known_misses_file(verdicts: &[CellVerdict], command: &str) -> String {
     let mut out = format!(
-        "# Matrix cells where stn misses the gate (issue 11), from `{command}`.\n\
+        "# Cells where stn misses the gate (matrix: issue 11; tls: issue 12), from `{command}`.\n\
          # CI fails when a cell not listed here misses; remove a line when its cell passes.\n"
     );
     for v in verdicts.iter().filter(|v| !v.met()) {
@@ -282,6 +292,38 @@ pub fn known_misses_file(verdicts: &[CellVerdict], command: &str) -> String {
         );
     }
     out
+}
+
+/// A cell's table row from its platform on (`| tcp | cell | best other |
+/// stn s | best s | oracle s | stn / best | allowed | fail/100 | gate |`).
+pub fn verdict_row(v: &CellVerdict) -> String {
+    let fail = if v.retry0 {
+        format!("{:.1} / {:.1}", v.stn.fail_per_100, v.best_fail_per_100)
+    } else {
+        "-".to_owned()
+    };
+    format!(
+        "| {} | `{}` | {} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {fail} | {} |",
+        v.platform,
+        v.scenario,
+        v.best.client,
+        v.stn.time_s,
+        v.best.time_s,
+        v.oracle_s.map_or("-".to_owned(), |o| format!("{o:.2}")),
+        v.ratio,
+        v.allowed,
+        mark(v)
+    )
+}
+
+/// A missed cell's list item: its key, ratio, allowance and `why`.
+pub fn miss_line(v: &CellVerdict, why: &str) -> String {
+    format!(
+        "- `{}`: {:.2}× (allowed {:.2}×): {why}",
+        v.key(),
+        v.ratio,
+        v.allowed
+    )
 }
 
 fn mark(v: &CellVerdict) -> &'static str {
@@ -317,25 +359,7 @@ pub fn tables(records: &[&RunRecord]) -> String {
         out.push_str("| # | tcp | cell | best other | stn s | best s | oracle s | stn / best | allowed | fail/100 stn / best (retry 0) | gate |\n");
         out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
         for (i, v) in design.iter().enumerate() {
-            let fail = if v.retry0 {
-                format!("{:.1} / {:.1}", v.stn.fail_per_100, v.best_fail_per_100)
-            } else {
-                "-".to_owned()
-            };
-            let _ = writeln!(
-                out,
-                "| {} | {} | `{}` | {} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {fail} | {} |",
-                i + 1,
-                v.platform,
-                v.scenario,
-                v.best.client,
-                v.stn.time_s,
-                v.best.time_s,
-                v.oracle_s.map_or("-".to_owned(), |o| format!("{o:.2}")),
-                v.ratio,
-                v.allowed,
-                mark(v)
-            );
+            let _ = writeln!(out, "| {} {}", i + 1, verdict_row(v));
         }
         out.push('\n');
     }
@@ -383,14 +407,7 @@ pub fn tables(records: &[&RunRecord]) -> String {
     if !misses.is_empty() {
         out.push_str("### Misses (evidence from the runs)\n\n");
         for v in &misses {
-            let _ = writeln!(
-                out,
-                "- `{}`: {:.2}× (allowed {:.2}×): {}",
-                v.key(),
-                v.ratio,
-                v.allowed,
-                v.evidence()
-            );
+            let _ = writeln!(out, "{}", miss_line(v, &v.evidence()));
         }
         out.push('\n');
     }

@@ -226,6 +226,12 @@ pub struct Cell {
     pub name: String,
     /// Sequential successes (design) or `None`: one call at t = 0 (sweep).
     pub calls: Option<u64>,
+    /// The suite the cell belongs to (`matrix`, or `tls` for
+    /// [`crate::bench::tls_suite`]'s cells): the records' suite and the
+    /// seeds' derivation.
+    pub suite: crate::bench::Suite,
+    /// Every connection runs TLS 1.3 ([`crate::tls`]).
+    pub tls: bool,
 }
 
 /// Length of the single outage of design cell `i`: walks 0.1 … 20.0 s.
@@ -326,6 +332,8 @@ fn design_cell(i: usize, row: Vec<usize>, quick: bool) -> Cell {
         retry,
         name,
         calls: Some(design_calls(quick)),
+        suite: crate::bench::Suite::Matrix,
+        tls: false,
     }
 }
 
@@ -346,6 +354,8 @@ pub fn sweep_cells() -> Vec<Cell> {
                 retry: None,
                 name: sweep_name(len),
                 calls: None,
+                suite: crate::bench::Suite::Matrix,
+                tls: false,
             });
         }
     }
@@ -386,7 +396,7 @@ impl Cell {
     pub fn spec(&self, client: &ClientKind, seed: u64, run: u32) -> RunSpec {
         let engine = matches!(client, ClientKind::Engine(_));
         RunSpec {
-            suite: "matrix".to_owned(),
+            suite: self.suite.name().to_owned(),
             scenario: self.name.clone(),
             path: self.path.clone(),
             request_len: REQUEST_LEN,
@@ -396,9 +406,10 @@ impl Cell {
             dns_copies: 1,
             candidates: self.candidates.clone(),
             keep_alive_server: self.link != LinkKind::Fresh,
+            tls: self.tls,
             seed: crate::bench::suite::run_seed(
                 seed,
-                crate::bench::Suite::Matrix,
+                self.suite,
                 &format!("{} {}", self.platform.name(), self.name),
                 run,
             ),

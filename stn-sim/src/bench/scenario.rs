@@ -18,6 +18,7 @@ use crate::path::{PathConditions, PathSchedule};
 use crate::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
 use crate::preset::Preset;
 use crate::tcp::TcpStack;
+use crate::tls::{TlsClientConfig, TlsServer};
 use crate::workload::{
     CallClient, CallRecord, SequentialConfig, SequentialWorkload, SingleShot, WorkloadStats,
 };
@@ -214,6 +215,10 @@ pub struct RunSpec {
     pub candidates: Vec<Candidate>,
     /// Keep-alive server (for recommended peers).
     pub keep_alive_server: bool,
+    /// TLS 1.3 on every connection ([`crate::tls`]): the server apps behind
+    /// [`crate::tls::TlsServer`], every client with its stack's TLS
+    /// ([`tls_config`]).
+    pub tls: bool,
     /// Root seed of the run.
     pub seed: u64,
     /// Run index (record field).
@@ -232,18 +237,54 @@ const SINGLE_LIMIT: Instant = Instant::from_secs(300);
 fn run_workload<W: SimClient, R>(
     spec: &RunSpec,
     workload: W,
-    stack: TcpStack,
+    (stack, tls): (TcpStack, TlsOf),
     limit: Instant,
     read: impl FnOnce(&W) -> R,
 ) -> (R, f64, u64) {
     let mut sim = simulation(spec, false);
-    let id = sim.add_client(workload, stack);
+    let id = add_client(&mut sim, spec, workload, (stack, tls));
     sim.run_until_finished(limit);
     (
         read(sim.client(id)),
         secs(sim.now() - Instant::ZERO),
         sim.trace().hash(),
     )
+}
+
+/// The TLS server name of the benchmark's service (tickets are kept per
+/// name, so every endpoint of the service shares them).
+pub const TLS_SERVER_NAME: &str = "hello.mars.example";
+
+/// Whose TLS a client runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TlsOf {
+    /// An engine client: stn's driver (resumption, 5 s handshake timeout),
+    /// whatever the profile.
+    Engine,
+    /// A peer model: resumption; the handshake under the peer's own timers.
+    Peer,
+}
+
+/// The TLS configuration of a client run as `of`.
+pub fn tls_config(of: TlsOf) -> TlsClientConfig {
+    match of {
+        TlsOf::Engine => TlsClientConfig::stn(TLS_SERVER_NAME),
+        TlsOf::Peer => TlsClientConfig::peer(TLS_SERVER_NAME),
+    }
+}
+
+/// Adds `client` to `sim` on `stack`, with its TLS when `spec` runs TLS.
+fn add_client<C: SimClient>(
+    sim: &mut Simulation<C>,
+    spec: &RunSpec,
+    client: C,
+    (stack, tls): (TcpStack, TlsOf),
+) -> crate::client::ClientId {
+    let id = sim.add_client(client, stack);
+    if spec.tls {
+        sim.set_client_tls(id, Some(tls_config(tls)));
+    }
+    id
 }
 
 /// Builds the simulation of `spec` (server host, apps); `keep_events` keeps
@@ -253,6 +294,11 @@ fn simulation<C: SimClient>(spec: &RunSpec, keep_events: bool) -> Simulation<C> 
     sim.keep_trace_events(keep_events);
     sim.add_host(SERVER.ip(), spec.path.clone());
     for (addr, app) in server_apps(spec) {
+        let app: Box<dyn ServerApp> = if spec.tls {
+            Box::new(TlsServer::new(app))
+        } else {
+            app
+        };
         sim.set_port(addr, PortMode::Listen(app)).ok();
     }
     for (ip, c) in candidate_ips(spec).into_iter().zip(&spec.candidates) {
@@ -432,6 +478,14 @@ fn fill_stats(rec: &mut RunRecord, s: &WorkloadStats) {
 fn oracle_messages(spec: &RunSpec) -> (Vec<Message>, Vec<Message>) {
     let mut handshake = fresh_tcp_call(0, 0, Duration::ZERO);
     handshake.truncate(2);
+    if spec.tls {
+        // Every client's first connection of a run is a full handshake
+        // (no ticket yet): ClientHello, then the certificate flight.
+        handshake.extend(crate::oracle::tls_handshake(
+            crate::tls::CLIENT_HELLO_LEN,
+            crate::tls::SERVER_FLIGHT_FULL_LEN,
+        ));
+    }
     (
         handshake,
         long_link_call(spec.request_len, spec.response_len, Duration::ZERO),
@@ -507,9 +561,13 @@ pub fn run_sequential(
     }
     let client = peer_client(kind, platform, spec);
     let workload = SequentialWorkload::new(client, sequential_config(spec, successes));
-    let (calls, sim_s, hash) = run_workload(spec, workload, platform.stack(), HORIZON, |w| {
-        w.records().to_vec()
-    });
+    let (calls, sim_s, hash) = run_workload(
+        spec,
+        workload,
+        (platform.stack(), TlsOf::Peer),
+        HORIZON,
+        |w| w.records().to_vec(),
+    );
     sequential_result(rec, calls, Vec::new(), sim_s, hash, successes)
 }
 
@@ -586,7 +644,7 @@ pub fn run_engine_sequential(
     let stack = client.stack();
     let workload = SequentialWorkload::new(client, sequential_config(spec, successes));
     let ((calls, violations, reports), sim_s, hash) =
-        run_workload(spec, workload, stack, HORIZON, |w| {
+        run_workload(spec, workload, (stack, TlsOf::Engine), HORIZON, |w| {
             (
                 w.records().to_vec(),
                 w.client().violations().to_vec(),
@@ -605,7 +663,7 @@ pub fn run_engine_single(client: StnClient, platform: Platform, spec: &RunSpec) 
     let stack = client.stack();
     let workload = SingleShot::new(client, spec.request_len);
     let ((call, violations), sim_s, hash) =
-        run_workload(spec, workload, stack, SINGLE_LIMIT, |w| {
+        run_workload(spec, workload, (stack, TlsOf::Engine), SINGLE_LIMIT, |w| {
             (w.record().copied(), w.client().violations().to_vec())
         });
     single_result(rec, call, violations, sim_s, hash, SINGLE_LIMIT)
@@ -641,9 +699,13 @@ pub fn run_single(kind: &ClientKind, platform: Platform, spec: &RunSpec) -> RunR
     }
     let client = peer_client(kind, platform, spec);
     let workload = SingleShot::new(client, spec.request_len);
-    let (call, sim_s, hash) = run_workload(spec, workload, platform.stack(), limit, |w| {
-        w.record().copied()
-    });
+    let (call, sim_s, hash) = run_workload(
+        spec,
+        workload,
+        (platform.stack(), TlsOf::Peer),
+        limit,
+        |w| w.record().copied(),
+    );
     single_result(rec, call, Vec::new(), sim_s, hash, limit)
 }
 
@@ -671,18 +733,22 @@ pub fn run_traced(
     spec: &RunSpec,
     successes: Option<u64>,
 ) -> Result<TraceRun, String> {
-    let (client, stack): (Box<dyn CallClient>, TcpStack) = match kind {
+    let (client, stack, tls): (Box<dyn CallClient>, TcpStack, TlsOf) = match kind {
         ClientKind::Engine(v) => {
             let c = engine_client(v, platform, spec);
             let stack = c.stack();
-            (Box::new(c), stack)
+            (Box::new(c), stack, TlsOf::Engine)
         }
         ClientKind::Oracle => {
             return Err(
                 "the oracle has no packet trace: it is a bound, not a simulated client".into(),
             )
         }
-        peer => (peer_client(peer, platform, spec), platform.stack()),
+        peer => (
+            peer_client(peer, platform, spec),
+            platform.stack(),
+            TlsOf::Peer,
+        ),
     };
     let (workload, limit): (Box<dyn SimClient>, Instant) = match successes {
         Some(successes) => (
@@ -702,7 +768,7 @@ pub fn run_traced(
         ),
     };
     let mut sim: Simulation<Box<dyn SimClient>> = simulation(spec, true);
-    sim.add_client(workload, stack);
+    add_client(&mut sim, spec, workload, (stack, tls));
     let outcome = sim.run_until_finished(limit);
     Ok(TraceRun {
         events: sim

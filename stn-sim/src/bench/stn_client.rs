@@ -477,15 +477,22 @@ impl CallClient for StnClient {
             return; // a socket the engine already closed
         };
         let ev = match event {
-            SocketEvent::Connected => {
-                let started = self.conns.get_mut(&conn).map(|c| {
+            SocketEvent::Connected | SocketEvent::TcpConnected => {
+                // SYNs are counted once, when TCP is up (a TLS handshake
+                // after it sends none).
+                let started = self.conns.get_mut(&conn).and_then(|c| {
+                    let was = c.connecting;
                     c.connecting = false;
-                    c.started
+                    was.then_some(c.started)
                 });
                 if let Some(s) = started {
                     self.count_syns(now, s);
                 }
-                ConnEvent::Connected
+                if event == SocketEvent::TcpConnected {
+                    ConnEvent::TcpConnected
+                } else {
+                    ConnEvent::Connected
+                }
             }
             SocketEvent::ConnectFailed(e) => {
                 self.forget(cx, conn);

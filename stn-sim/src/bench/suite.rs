@@ -43,11 +43,15 @@ pub enum Suite {
     /// endpoints, outages, TCP stack, link and retry count, plus an outage
     /// sweep in 0.1 s steps; gated per cell ([`crate::bench::gate`]).
     Matrix,
+    /// Beyond: the loss and sensitivity suites with TLS 1.3 on every
+    /// connection ([`crate::bench::tls_suite`]), gated per cell like the
+    /// matrix.
+    Tls,
 }
 
 impl Suite {
     /// Every suite, in report order.
-    pub const ALL: [Suite; 8] = [
+    pub const ALL: [Suite; 9] = [
         Suite::Loss,
         Suite::Sensitivity,
         Suite::RequestSize,
@@ -56,6 +60,7 @@ impl Suite {
         Suite::Bursty,
         Suite::Recommended,
         Suite::Matrix,
+        Suite::Tls,
     ];
 
     /// The suite's name in records and on the command line.
@@ -69,6 +74,7 @@ impl Suite {
             Suite::Bursty => "bursty",
             Suite::Recommended => "recommended",
             Suite::Matrix => "matrix",
+            Suite::Tls => "tls",
         }
     }
 
@@ -216,6 +222,7 @@ fn spec(suite: Suite, scenario: &str, path: PathSchedule, seed: u64, run: u32) -
         dns_copies: BENCHMARK_DNS_COPIES,
         candidates: Vec::new(),
         keep_alive_server: false,
+        tls: false,
         seed: run_seed(seed, suite, scenario, run),
         run,
     }
@@ -361,6 +368,11 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
                         }
                     }
                 }
+            }
+        }
+        Suite::Tls => {
+            for cell in crate::bench::tls_suite::cells(opts.quick) {
+                cell.run(opts.seed, |r| opts.emit(&r, &mut out));
             }
         }
         Suite::Matrix => {

@@ -69,10 +69,11 @@ fn find<'a>(
 /// did not run are skipped).
 pub fn evaluate(records: &[RunRecord], client: &str) -> Vec<TargetCheck> {
     let mut out = Vec::new();
-    // The matrix has its own per-cell gate (`crate::bench::gate`).
+    // The matrix and the tls suite have their own per-cell gate
+    // (`crate::bench::gate`).
     let mine: Vec<&RunRecord> = records
         .iter()
-        .filter(|r| r.client == client && r.suite != "matrix")
+        .filter(|r| r.client == client && !matches!(r.suite.as_str(), "matrix" | "tls"))
         .collect();
     for r in &mine {
         let ratio = |other: &RunRecord, what: &str, bound: f64, out: &mut Vec<TargetCheck>| {

@@ -156,7 +156,10 @@ impl CallClient for OkHttp2017 {
         let Some(run) = self.call.as_mut() else {
             return;
         };
-        if event == SocketEvent::Connected && run.connected.is_none() {
+        // TCP up: `TcpConnected` on a TLS socket, `Connected` on a plain one.
+        if matches!(event, SocketEvent::Connected | SocketEvent::TcpConnected)
+            && run.connected.is_none()
+        {
             run.connected = Some(cx.now());
         }
         run.inner.on_socket_event(cx, socket, event);

@@ -99,6 +99,8 @@ struct Attempt {
     route: usize,
     launched: Instant,
     deadline: Instant,
+    /// TLS: TCP is up and the handshake runs (its SYNs are counted).
+    tcp_up: bool,
 }
 
 #[derive(Debug)]
@@ -359,7 +361,9 @@ impl PeerClient {
                         if a.deadline > now {
                             return true;
                         }
-                        call.cost.syns += syns_sent(&schedule, now - a.launched);
+                        if !a.tcp_up {
+                            call.cost.syns += syns_sent(&schedule, now - a.launched);
+                        }
                         let _ = cx.close(a.socket);
                         first_error.get_or_insert(CallFailure::ConnectTimeout);
                         if let Some(f) = call.failed_routes.get_mut(a.route) {
@@ -378,6 +382,7 @@ impl PeerClient {
                             route,
                             launched: now,
                             deadline: connect_timeout.map_or(Instant::MAX, |d| now + d),
+                            tcp_up: false,
                         });
                         *next_launch = now + stagger;
                     }
@@ -436,20 +441,45 @@ impl PeerClient {
         let Phase::Connecting {
             attempts,
             first_error,
+            next_launch,
             ..
         } = &mut call.phase
         else {
             return;
         };
         match event {
-            SocketEvent::Connected => {
-                let won = attempts.remove(idx);
+            SocketEvent::TcpConnected => {
+                // TLS: the first TCP success wins the race (OkHttp 5 fast
+                // fallback and Apple's Happy Eyeballs race TCP, then do TLS
+                // on the winner); the handshake runs under the read timeout
+                // (OkHttp's socket timeout), or the request timer alone.
+                let read_timeout = self.cfg.read_timeout;
+                let mut won = attempts.remove(idx);
                 let elapsed = now - won.launched;
                 call.cost.syns += syns_sent(&schedule, elapsed);
-                // An RTT sample only when the first SYN was answered
-                // (Karn's rule: a retransmitted SYN's answer is ambiguous).
                 if schedule.syn_offset(1).is_none_or(|o| elapsed < o) {
                     self.handshake_rtt.sample(elapsed);
+                }
+                for a in attempts.drain(..) {
+                    call.cost.syns += syns_sent(&schedule, now - a.launched);
+                    let _ = cx.close(a.socket);
+                }
+                // The remaining routes wait: tried only if this handshake fails.
+                *next_launch = Instant::MAX;
+                won.tcp_up = true;
+                won.deadline = read_timeout.map_or(Instant::MAX, |d| now + d);
+                attempts.push(won);
+            }
+            SocketEvent::Connected => {
+                let won = attempts.remove(idx);
+                if !won.tcp_up {
+                    let elapsed = now - won.launched;
+                    call.cost.syns += syns_sent(&schedule, elapsed);
+                    // An RTT sample only when the first SYN was answered
+                    // (Karn's rule: a retransmitted SYN's answer is ambiguous).
+                    if schedule.syn_offset(1).is_none_or(|o| elapsed < o) {
+                        self.handshake_rtt.sample(elapsed);
+                    }
                 }
                 // The first TCP success wins; the others are cancelled.
                 for a in attempts.drain(..) {
@@ -460,7 +490,9 @@ impl PeerClient {
             }
             SocketEvent::ConnectFailed(e) => {
                 let a = attempts.remove(idx);
-                call.cost.syns += syns_sent(&schedule, now - a.launched);
+                if !a.tcp_up {
+                    call.cost.syns += syns_sent(&schedule, now - a.launched);
+                }
                 first_error.get_or_insert(CallFailure::ConnectFailed(e));
                 if let Some(f) = call.failed_routes.get_mut(a.route) {
                     *f = true;
@@ -546,7 +578,7 @@ impl PeerClient {
             SocketEvent::Reset | SocketEvent::TimedOut => {
                 self.exchange_failed(cx, ExchangeEnd::Retryable(CallFailure::Reset));
             }
-            SocketEvent::Connected | SocketEvent::ConnectFailed(_) => {}
+            SocketEvent::Connected | SocketEvent::TcpConnected | SocketEvent::ConnectFailed(_) => {}
         }
     }
 }

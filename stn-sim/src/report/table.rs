@@ -471,6 +471,7 @@ pub fn all_tables(runs: &[RunRecord]) -> String {
             "sensitivity" => sensitivity_tables(suite, &these),
             "request_size" | "response_size" => size_tables(suite, &these),
             "matrix" => crate::bench::gate::tables(&these),
+            "tls" => crate::bench::tls_suite::tables(&these),
             _ => loss_tables(suite, &these),
         });
         out.push_str(&notes(&these));
