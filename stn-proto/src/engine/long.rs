@@ -10,6 +10,7 @@ use crate::task::{Channel, TaskId};
 use crate::time::{Duration, Instant};
 use crate::timeout::AttemptSample;
 
+use super::candidates::Sources;
 use super::conns::Owner;
 use super::{Attempt, Engine, Entry, Event, Link, LinkStatus, Report};
 
@@ -79,15 +80,16 @@ impl Engine {
         } else {
             self.config.max_candidates
         };
-        let Some(candidates) = self.candidates(
-            now,
-            ep.debug,
-            &ep.hosts,
-            &ep.ips,
-            &ep.backup_ips,
-            &ep.ports,
-            max,
-        ) else {
+        let sources = Sources {
+            debug: ep.debug,
+            hosts: &ep.hosts,
+            host_ports: &[],
+            ips: &ep.ips,
+            addrs: &[],
+            backups: &ep.backup_ips,
+            ports: &ep.ports,
+        };
+        let Some(candidates) = self.candidates(now, &sources, max) else {
             self.long_wants_connect = true;
             return;
         };
