@@ -81,7 +81,10 @@ fn long_task(body: &str) -> Task {
 /// The TLS failure a short-link task ended with (a failed connect).
 fn connect_failure(err: &Error) -> Option<TlsFailure> {
     match err {
-        Error::Task(ProtoError::Connect { error, .. }) => error.tls_failure(),
+        Error::Task {
+            error: ProtoError::Connect { error, .. },
+            ..
+        } => error.tls_failure(),
         _ => None,
     }
 }
@@ -320,8 +323,8 @@ pub(crate) async fn alert_mid_exchange<H: Harness>() {
         .await
         .expect_err("the alert ends the exchange");
     assert_eq!(
-        err,
-        Error::Task(ProtoError::Socket(SocketError::Tls(TlsFailure::Alert(80)))),
+        err.task_error(),
+        Some(&ProtoError::Socket(SocketError::Tls(TlsFailure::Alert(80)))),
         "{err}"
     );
     assert!(err.to_string().contains("TLS alert 80"), "{err}");
