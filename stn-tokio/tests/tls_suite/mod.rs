@@ -118,6 +118,20 @@ async fn handshake_fails<H: Harness>(
     if let Some(f) = failure {
         assert!(err.to_string().contains(&f.to_string()), "{err}");
     }
+    // A certificate the client refused: the rustls error itself is kept,
+    // inside the io::Error that is the error's source.
+    if matches!(
+        failure,
+        Some(TlsFailure::UnknownIssuer | TlsFailure::NameMismatch | TlsFailure::Expired)
+    ) {
+        assert!(
+            matches!(err.tls_error(), Some(rustls::Error::InvalidCertificate(_))),
+            "{err}: {:?}",
+            err.tls_error()
+        );
+        let source = std::error::Error::source(&err).expect("a source");
+        assert!(source.downcast_ref::<std::io::Error>().is_some(), "{source}");
+    }
     client.shutdown().await;
     failure
 }
