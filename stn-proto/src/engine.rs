@@ -1183,6 +1183,7 @@ impl Engine {
             ended: now,
             endpoint: None,
             connect_time: None,
+            handshake_time: None,
             first_packet_after: None,
             connect_attempts: 0,
             bytes_sent: 0,

@@ -188,6 +188,7 @@ impl Engine {
             ended: now,
             endpoint: result.endpoint,
             connect_time: result.connect_time,
+            handshake_time: result.handshake_time,
             first_packet_after: result.first_packet_after,
             connect_attempts: result.connect_attempts + spent_connects,
             bytes_sent: result.bytes_sent,

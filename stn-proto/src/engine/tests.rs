@@ -1019,6 +1019,60 @@ fn http_status_retries_follow_the_profile_policy() {
 }
 
 #[test]
+fn report_has_the_tls_handshake_time_apart_from_the_connect_time() {
+    let mut h = H::new(unhedged(Profile::Stn));
+    let id = h.submit(short_task("x"));
+    let (conn, _) = connects(&h.log)[0];
+    h.advance(ms(20));
+    h.ev(conn, ConnEvent::TcpConnected);
+    h.advance(ms(45));
+    serve_short(&mut h, conn, "ok");
+    assert!(h.outcome(id).is_ok());
+    let r = h.reports(id)[0];
+    assert_eq!(r.connect_time, Some(ms(20)));
+    assert_eq!(r.handshake_time, Some(ms(45)));
+    // Without TLS (no TcpConnected) there is no handshake.
+    let mut h = H::new(unhedged(Profile::Stn));
+    let id = h.submit(short_task("y"));
+    let (conn, _) = connects(&h.log)[0];
+    h.advance(ms(20));
+    serve_short(&mut h, conn, "ok");
+    assert!(h.outcome(id).is_ok());
+    assert_eq!(h.reports(id)[0].handshake_time, None);
+}
+
+#[test]
+fn a_refused_certificate_ends_long_link_waiters_at_once() {
+    use crate::tls::TlsFailure;
+    let mut h = H::new(long_cfg(Profile::Stn));
+    let long_only = h.submit(Task::new(3, "", "x").channel(Channel::Long));
+    let (conn, _) = *connects(&h.log)
+        .iter()
+        .find(|(_, a)| a.port() == 8080)
+        .expect("long connect");
+    h.ev(conn, ConnEvent::TcpConnected);
+    h.ev(
+        conn,
+        ConnEvent::ConnectFailed(ConnectError::tls(TlsFailure::UnknownIssuer)),
+    );
+    let expected = Error::Connect {
+        addr: Some("10.0.1.1:8080".parse().unwrap_or_else(|_| unreachable!())),
+        error: ConnectError::tls(TlsFailure::UnknownIssuer),
+    };
+    assert_eq!(h.outcome(long_only), Err(expected));
+
+    // A refused connect may heal: the waiter keeps waiting.
+    let mut h = H::new(long_cfg(Profile::Stn));
+    let waiter = h.submit(Task::new(3, "", "x").channel(Channel::Long));
+    let (conn, _) = *connects(&h.log)
+        .iter()
+        .find(|(_, a)| a.port() == 8080)
+        .expect("long connect");
+    h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Refused));
+    assert!(h.finished(waiter).is_empty());
+}
+
+#[test]
 fn short_link_endpoints_keep_their_own_ports() {
     let mut cfg = Config::for_profile(Profile::Stn);
     cfg.short_link.port = 80;
