@@ -130,7 +130,10 @@ async fn handshake_fails<H: Harness>(
             err.tls_error()
         );
         let source = std::error::Error::source(&err).expect("a source");
-        assert!(source.downcast_ref::<std::io::Error>().is_some(), "{source}");
+        assert!(
+            source.downcast_ref::<std::io::Error>().is_some(),
+            "{source}"
+        );
     }
     client.shutdown().await;
     failure
