@@ -40,17 +40,6 @@ pub enum BuildError {
     /// nor a `host:port`.
     #[error(transparent)]
     InvalidEndpoint(#[from] EndpointError),
-    /// Two endpoints (or an endpoint and
-    /// [`short_link_port`](Builder::short_link_port)) name different
-    /// short-link ports; the engine uses one short-link port for every
-    /// address.
-    #[error("conflicting short-link ports: {first} and {second} (the short link uses one port for every endpoint; give the others through long_link_port)")]
-    ShortPortConflict {
-        /// The first port's source, e.g. `"10.0.0.1:80"` or `"short_link_port(80)"`.
-        first: String,
-        /// The one that differs.
-        second: String,
-    },
     /// The runtime cannot run the client from here (for tokio: `build()`
     /// was called outside a tokio runtime).
     #[error("no runtime: {0}")]
@@ -70,8 +59,10 @@ pub struct Builder<R> {
     hosts: Vec<String>,
     backup_ips: Vec<IpAddr>,
     short_port: Option<u16>,
-    /// Where each short-link port came from, for the conflict error.
-    short_port_sources: Vec<(u16, String)>,
+    /// Fixed IPs with their own short-link port.
+    addrs: Vec<SocketAddr>,
+    /// Host names with their own short-link port.
+    host_ports: Vec<(String, u16)>,
     long_ports: Vec<u16>,
     /// Endpoints that did not parse; `build()` reports the first.
     endpoint_errors: Vec<EndpointError>,
@@ -105,6 +96,8 @@ impl<R: fmt::Debug> fmt::Debug for Builder<R> {
             .field("ips", &self.ips)
             .field("hosts", &self.hosts)
             .field("short_port", &self.short_port)
+            .field("addrs", &self.addrs)
+            .field("host_ports", &self.host_ports)
             .field("long_ports", &self.long_ports)
             .field("config_edits", &self.edits.len())
             .finish_non_exhaustive()
@@ -122,7 +115,8 @@ impl<R: Runtime> Builder<R> {
             hosts: Vec::new(),
             backup_ips: Vec::new(),
             short_port: None,
-            short_port_sources: Vec::new(),
+            addrs: Vec::new(),
+            host_ports: Vec::new(),
             long_ports: Vec::new(),
             endpoint_errors: Vec::new(),
             edits: Vec::new(),
@@ -139,8 +133,10 @@ impl<R: Runtime> Builder<R> {
     /// Adds an endpoint written as text: an IP (`10.0.0.1`, `::1`), a host
     /// name resolved with the runtime's resolver whenever the engine asks
     /// (`example.com`), or either with a port (`10.0.0.1:8080`,
-    /// `[::1]:8080`, `example.com:8080`), which is then the short-link port
-    /// (the long link's come from [`long_link_port`](Self::long_link_port)).
+    /// `[::1]:8080`, `example.com:8080`), which is then that endpoint's
+    /// short-link port (others use [`short_link_port`](Self::short_link_port);
+    /// the long link's ports come from [`long_link_port`](Self::long_link_port)
+    /// for every endpoint).
     /// Text that is none of these makes [`build`](Self::build) fail with
     /// [`BuildError::InvalidEndpoint`] naming it.
     #[must_use]
@@ -163,14 +159,14 @@ impl<R: Runtime> Builder<R> {
     /// Adds a parsed [`Endpoint`] (see [`endpoint`](Self::endpoint)).
     #[must_use]
     pub fn add_endpoint(mut self, endpoint: Endpoint) -> Self {
-        if let Some(port) = endpoint.port() {
-            self.short_port_sources.push((port, endpoint.to_string()));
+        match (endpoint.ip(), endpoint.host_name(), endpoint.port()) {
+            (Some(ip), _, Some(port)) => self.addrs.push(SocketAddr::new(ip, port)),
+            (None, Some(name), Some(port)) => self.host_ports.push((name.to_owned(), port)),
+            (Some(ip), _, None) => self.ips.push(ip),
+            (None, Some(name), None) => self.hosts.push(name.to_owned()),
+            (None, None, _) => {}
         }
-        match (endpoint.ip(), endpoint.host_name()) {
-            (Some(ip), _) => self.ip(ip),
-            (None, Some(name)) => self.host(name),
-            (None, None) => self,
-        }
+        self
     }
 
     /// Adds a fixed IP.
@@ -201,30 +197,11 @@ impl<R: Runtime> Builder<R> {
         self
     }
 
-    /// The short-link (HTTP) port, for every endpoint.
+    /// The short-link (HTTP) port of every endpoint given without one.
     #[must_use]
     pub fn short_link_port(mut self, port: u16) -> Self {
         self.short_port = Some(port);
         self
-    }
-
-    /// The one short-link port: [`short_link_port`](Self::short_link_port)
-    /// or the endpoints' own, which must all agree.
-    fn resolved_short_port(&self) -> Result<Option<u16>, BuildError> {
-        let explicit = self
-            .short_port
-            .map(|p| (p, format!("short_link_port({p})")));
-        let mut sources = explicit.iter().chain(&self.short_port_sources);
-        let Some((port, first)) = sources.next() else {
-            return Ok(None);
-        };
-        if let Some((_, second)) = sources.find(|(p, _)| p != port) {
-            return Err(BuildError::ShortPortConflict {
-                first: first.clone(),
-                second: second.clone(),
-            });
-        }
-        Ok(Some(*port))
     }
 
     /// Adds a long-link port (every port is tried with every IP). Without
@@ -391,31 +368,42 @@ impl<R: Runtime> Builder<R> {
     ///
     /// # Errors
     ///
-    /// [`BuildError`] if an endpoint is malformed, short-link ports
-    /// conflict, or no endpoint or no port was given.
+    /// [`BuildError`] if an endpoint is malformed, or no endpoint or no
+    /// port was given.
     pub fn engine_config(&mut self) -> Result<Config, BuildError> {
         if let Some(e) = self.endpoint_errors.first() {
             return Err(e.clone().into());
         }
-        if self.ips.is_empty() && self.hosts.is_empty() {
+        if self.ips.is_empty()
+            && self.hosts.is_empty()
+            && self.addrs.is_empty()
+            && self.host_ports.is_empty()
+        {
             return Err(BuildError::NoEndpoints);
         }
-        let short_port = self.resolved_short_port()?;
-        if short_port.is_none() && self.long_ports.is_empty() {
+        let own_ports = !self.addrs.is_empty() || !self.host_ports.is_empty();
+        if self.short_port.is_none() && !own_ports && self.long_ports.is_empty() {
             return Err(BuildError::NoPorts);
         }
         let mut config = Config::for_profile(self.profile).seed(self.seed);
         config.short_link.ips = self.ips.clone();
         config.short_link.hosts = self.hosts.clone();
+        config.short_link.addrs = self.addrs.clone();
+        config.short_link.host_ports = self.host_ports.clone();
         config.short_link.backup_ips = self.backup_ips.clone();
-        // Without a short-link port the short link has no candidates; tasks
-        // that could use it go long.
-        config.short_link.port = short_port.unwrap_or(0);
+        // Without a short-link port the endpoints given without one have no
+        // short-link candidates; tasks that could use it go long.
+        config.short_link.port = self.short_port.unwrap_or(0);
         if !self.long_ports.is_empty() {
+            // Every endpoint is a long-link address on every long-link port.
+            let mut ips = self.ips.clone();
+            ips.extend(self.addrs.iter().map(SocketAddr::ip));
+            let mut hosts = self.hosts.clone();
+            hosts.extend(self.host_ports.iter().map(|(h, _)| h.clone()));
             config.long_link = Some(LongLinkEndpoints {
-                hosts: self.hosts.clone(),
+                hosts,
                 ports: self.long_ports.clone(),
-                ips: self.ips.clone(),
+                ips,
                 backup_ips: self.backup_ips.clone(),
                 debug: None,
             });
@@ -430,8 +418,8 @@ impl<R: Runtime> Builder<R> {
     ///
     /// # Errors
     ///
-    /// [`BuildError`] if an endpoint is malformed, short-link ports
-    /// conflict, no endpoint or no port was given, or the runtime cannot
+    /// [`BuildError`] if an endpoint is malformed, no endpoint or no port
+    /// was given, or the runtime cannot
     /// spawn from here ([`Runtime::check`]). Never panics.
     pub fn build(mut self) -> Result<Client<R>, BuildError> {
         let config = self.engine_config()?;
@@ -561,10 +549,24 @@ impl<R> Client<R> {
     /// Dropping the returned future cancels the task (the engine closes its
     /// connections).
     ///
+    /// **The server may see a short-link request twice**: under the default
+    /// (stn) profile a request of at most 8 KiB that gets no answer for about
+    /// 4 RTTs (0.6–3 s) is hedged, sent once more on a fresh connection
+    /// (twice at most per attempt; the first response wins), and a retry
+    /// resends it under every profile. Use `Task::hedge(false)` (and
+    /// `retry_count(0)`) for a request that must not repeat, or
+    /// `configure(|c| c.hedge = None)` for every task. Under the stn profile
+    /// a 4xx status other than 408 and 429 is not retried
+    /// ([`Config::http_retry`](stn_proto::Config::http_retry)).
+    ///
     /// # Errors
     ///
-    /// [`Error::Task`] with the engine's typed error, [`Error::Refused`] if
-    /// the engine refused the task, [`Error::Shutdown`] after a shutdown.
+    /// [`Error::Task`] with the engine's typed error (and, when the task ran
+    /// out of time after failed attempts, what the last one ran into; the
+    /// `io::Error` behind it as the [`source`](std::error::Error::source)),
+    /// [`Error::Refused`] if the engine refused the task, [`Error::Shutdown`]
+    /// after a shutdown. `docs/errors.md` lists every error, its cause and
+    /// what to do.
     pub async fn send(&self, task: Task) -> Result<Response, Error> {
         self.send_detailed(task).await.outcome
     }
@@ -739,22 +741,40 @@ mod tests {
     fn endpoints_with_ports_and_socket_addrs() {
         let mut b = Client::<NoRuntime>::builder()
             .endpoint("192.0.2.1:8080")
-            .endpoint("example.invalid:8080")
-            .socket_addr("[2001:db8::1]:8080".parse().unwrap())
+            .endpoint("example.invalid:8443")
+            .socket_addr("[2001:db8::1]:9090".parse().unwrap())
+            .endpoint("192.0.2.9")
             .long_link_port(8081);
         let c = b.engine_config().unwrap();
-        assert_eq!(c.short_link.port, 8080);
-        assert_eq!(c.short_link.hosts, vec!["example.invalid".to_owned()]);
-        let ips: Vec<IpAddr> = vec!["192.0.2.1".parse().unwrap(), "2001:db8::1".parse().unwrap()];
-        assert_eq!(c.short_link.ips, ips);
-        assert_eq!(c.long_link.unwrap().ports, vec![8081]);
+        // Each endpoint keeps its own short-link port.
+        let addrs: Vec<SocketAddr> = vec![
+            "192.0.2.1:8080".parse().unwrap(),
+            "[2001:db8::1]:9090".parse().unwrap(),
+        ];
+        assert_eq!(c.short_link.addrs, addrs);
+        assert_eq!(
+            c.short_link.host_ports,
+            vec![("example.invalid".to_owned(), 8443)]
+        );
+        assert_eq!(
+            c.short_link.ips,
+            vec!["192.0.2.9".parse::<IpAddr>().unwrap()]
+        );
+        // No short_link_port: the endpoint without a port has no short link.
+        assert_eq!(c.short_link.port, 0);
+        // Every endpoint is a long-link address.
+        let long = c.long_link.unwrap();
+        assert_eq!(long.ports, vec![8081]);
+        assert_eq!(long.hosts, vec!["example.invalid".to_owned()]);
+        assert_eq!(long.ips.len(), 3);
         // A port on an endpoint alone is enough to have a short link.
         let mut b = Client::<NoRuntime>::builder().endpoint("localhost:1");
-        assert_eq!(b.engine_config().unwrap().short_link.port, 1);
+        let c = b.engine_config().unwrap();
+        assert_eq!(c.short_link.host_ports, vec![("localhost".to_owned(), 1)]);
     }
 
     #[test]
-    fn malformed_endpoints_and_port_conflicts_fail_the_build() {
+    fn malformed_endpoints_fail_the_build_and_different_ports_do_not() {
         let err = Client::<NoRuntime>::builder()
             .endpoint("127.0.0.1:80:90")
             .short_link_port(80)
@@ -762,28 +782,31 @@ mod tests {
             .unwrap_err();
         assert!(matches!(&err, BuildError::InvalidEndpoint(e) if e.input == "127.0.0.1:80:90"));
         assert!(err.to_string().contains("\"127.0.0.1:80:90\""), "{err}");
-        let err = Client::<NoRuntime>::builder()
-            .endpoint("10.0.0.1:80")
-            .endpoint("10.0.0.2:81")
-            .build()
-            .unwrap_err();
-        assert_eq!(
-            err,
-            BuildError::ShortPortConflict {
-                first: "10.0.0.1:80".into(),
-                second: "10.0.0.2:81".into()
-            }
-        );
-        let err = Client::<NoRuntime>::builder()
+        for bad in [
+            "",
+            "host:",
+            "[::1]",
+            "a b:80",
+            "10.0.0.256:80",
+            "example.com:http",
+        ] {
+            let err = Client::<NoRuntime>::builder()
+                .endpoint(bad)
+                .short_link_port(80)
+                .build()
+                .unwrap_err();
+            assert!(
+                matches!(&err, BuildError::InvalidEndpoint(e) if e.input == bad),
+                "{bad:?}: {err}"
+            );
+        }
+        let mut b = Client::<NoRuntime>::builder()
             .short_link_port(79)
             .endpoint("10.0.0.1:80")
-            .build()
-            .unwrap_err();
-        assert!(
-            err.to_string()
-                .contains("short_link_port(79) and 10.0.0.1:80"),
-            "{err}"
-        );
+            .endpoint("10.0.0.2:81");
+        let c = b.engine_config().unwrap();
+        assert_eq!(c.short_link.port, 79);
+        assert_eq!(c.short_link.addrs.len(), 2);
     }
 
     #[test]

@@ -17,6 +17,7 @@
 use std::collections::VecDeque;
 use std::future::Future;
 use std::io;
+use std::net::SocketAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
@@ -77,10 +78,12 @@ pub(crate) enum Step {
     TcpConnected,
     /// `n` bytes arrived; they are in the read buffer's first `n` bytes.
     Data(usize),
-    /// The connect failed.
-    ConnectFailed(ConnectError),
-    /// The connection ended (EOF, reset or an I/O error).
-    Closed(CloseReason),
+    /// The connect failed, with the I/O error behind it (the OS's, or the
+    /// TLS library's for a failed handshake) when there was one.
+    ConnectFailed(ConnectError, Option<io::Error>),
+    /// The connection ended (EOF, reset or an I/O error), with the I/O error
+    /// when there was one.
+    Closed(CloseReason, Option<io::Error>),
 }
 
 enum State {
@@ -107,6 +110,8 @@ pub(crate) struct Handshaked {
 
 /// One connection: its socket, its unsent writes and its waker.
 pub(crate) struct Conn {
+    /// Where it connects (the driver keeps each endpoint's last I/O error).
+    pub(crate) addr: SocketAddr,
     state: State,
     out: VecDeque<Bytes>,
     /// How much of `out`'s front is already written.
@@ -124,16 +129,24 @@ pub(crate) struct Conn {
     /// A flush returned pending (a TLS stream's buffered records): flush
     /// again on the next poll even if nothing new is written.
     flushing: bool,
+    /// A write failed: the close is reported once what the peer sent before
+    /// it is read. A server that refuses a request (413 for a body too
+    /// large) answers and closes while the body is still going out; the
+    /// answer is in the socket's receive queue and says more than the
+    /// broken pipe or reset the write got.
+    write_failed: Option<(CloseReason, Option<io::Error>)>,
 }
 
 impl Conn {
     /// A connection whose connect is `connect`.
     pub(crate) fn new(
+        addr: SocketAddr,
         connect: BoxFuture<io::Result<Box<dyn AsyncStream>>>,
         (handle, waker): (Arc<TokenWaker>, Waker),
         tls: Option<TlsPlan>,
     ) -> Self {
         Conn {
+            addr,
             state: State::Connecting(connect),
             out: VecDeque::new(),
             written: 0,
@@ -144,6 +157,7 @@ impl Conn {
             tls,
             handshaked: None,
             flushing: false,
+            write_failed: None,
         }
     }
 
@@ -175,7 +189,7 @@ impl Conn {
             State::Connecting(connect) => {
                 return match connect.as_mut().poll(&mut cx) {
                     Poll::Pending => Step::Idle,
-                    Poll::Ready(Err(e)) => Step::ConnectFailed(connect_error(&e)),
+                    Poll::Ready(Err(e)) => Step::ConnectFailed(connect_error(&e), Some(e)),
                     Poll::Ready(Ok(stream)) => match self.tls.take() {
                         None => {
                             self.state = State::Open(stream);
@@ -193,27 +207,46 @@ impl Conn {
             }
             State::Open(stream) => stream,
         };
-        if let Err(reason) = write_queued(
-            stream,
-            &mut cx,
-            &mut self.out,
-            &mut self.written,
-            &mut self.unsent,
-            &mut self.flushing,
-        ) {
-            return Step::Closed(reason);
+        if self.write_failed.is_none() {
+            if let Err(failed) = write_queued(
+                stream,
+                &mut cx,
+                &mut self.out,
+                &mut self.written,
+                &mut self.unsent,
+                &mut self.flushing,
+            ) {
+                self.write_failed = Some(failed);
+            }
         }
         let len = room.min(buf.len());
         if len == 0 {
-            return Step::Starved;
+            // After a failed write the close waits for nothing: what is
+            // unread stays unread while the budget is used up.
+            return match self.write_failed.take() {
+                Some((reason, e)) => Step::Closed(reason, e),
+                None => Step::Starved,
+            };
         }
         loop {
-            return match stream.poll_read(&mut cx, &mut buf[..len]) {
-                Poll::Ready(Ok(0)) => Step::Closed(CloseReason::Eof),
+            let step = match stream.poll_read(&mut cx, &mut buf[..len]) {
+                Poll::Ready(Ok(0)) => Step::Closed(CloseReason::Eof, None),
                 Poll::Ready(Ok(n)) => Step::Data(n.min(len)),
                 Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-                Poll::Ready(Err(e)) => Step::Closed(close_reason(&e)),
+                Poll::Ready(Err(e)) => Step::Closed(close_reason(&e), Some(e)),
                 Poll::Pending => Step::Idle,
+            };
+            // Data read after a failed write is delivered (the driver polls
+            // again while data comes); then the write's failure closes.
+            return match (step, self.write_failed.take()) {
+                (Step::Data(n), failed) => {
+                    self.write_failed = failed;
+                    Step::Data(n)
+                }
+                (Step::Closed(CloseReason::Eof, _) | Step::Idle, Some((reason, e))) => {
+                    Step::Closed(reason, e)
+                }
+                (step, _) => step,
             };
         }
     }
@@ -225,7 +258,7 @@ impl Conn {
     fn start_handshake(&mut self, stream: Box<dyn AsyncStream>, plan: TlsPlan) -> Step {
         let start = match plan.start {
             Ok(start) => start,
-            Err(failure) => return Step::ConnectFailed(ConnectError::tls(failure)),
+            Err(failure) => return Step::ConnectFailed(ConnectError::tls(failure), None),
         };
         let timer = plan.rt.new_timer(plan.rt.now() + plan.timeout);
         let future = plan.rt.start_tls(stream, start);
@@ -250,7 +283,7 @@ impl Conn {
                 self.handle.schedule();
                 Step::Connected
             }
-            Err(e) => Step::ConnectFailed(ConnectError::tls(tls::handshake_failure(&e))),
+            Err(e) => Step::ConnectFailed(ConnectError::tls(tls::handshake_failure(&e)), Some(e)),
         }
     }
 }
@@ -264,7 +297,7 @@ fn write_queued(
     written: &mut usize,
     unsent: &mut usize,
     flushing: &mut bool,
-) -> Result<(), CloseReason> {
+) -> Result<(), (CloseReason, Option<io::Error>)> {
     let mut wrote = false;
     while !out.is_empty() {
         if coalesce(out, *written) {
@@ -272,7 +305,7 @@ fn write_queued(
         }
         let front = out[0].get(*written..).unwrap_or_default();
         match stream.poll_write(cx, front) {
-            Poll::Ready(Ok(0)) => return Err(CloseReason::Reset),
+            Poll::Ready(Ok(0)) => return Err((CloseReason::Reset, None)),
             Poll::Ready(Ok(n)) => {
                 let n = n.min(front.len());
                 wrote = true;
@@ -284,14 +317,14 @@ fn write_queued(
                 }
             }
             Poll::Ready(Err(e)) if e.kind() == io::ErrorKind::Interrupted => {}
-            Poll::Ready(Err(e)) => return Err(close_reason(&e)),
+            Poll::Ready(Err(e)) => return Err((close_reason(&e), Some(e))),
             Poll::Pending => break,
         }
     }
     if wrote || *flushing {
         match stream.poll_flush(cx) {
             Poll::Ready(Ok(())) => *flushing = false,
-            Poll::Ready(Err(e)) => return Err(close_reason(&e)),
+            Poll::Ready(Err(e)) => return Err((close_reason(&e), Some(e))),
             Poll::Pending => *flushing = true,
         }
     }

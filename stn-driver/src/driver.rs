@@ -38,7 +38,7 @@ use stn_proto::{Task, TaskId};
 
 use crate::clock::Clock;
 use crate::conn::{Conn, Step, TlsPlan, READ_CHUNK};
-use crate::error::Error;
+use crate::error::{Causes, Error};
 use crate::outcome::{EndpointState, Finished, Push, Snapshot};
 use crate::pushes::{Offer, Subscriber};
 use crate::ready::{ReadySet, Token, TokenWaker};
@@ -140,6 +140,8 @@ pub(crate) struct Driver {
     /// The host name each resolved IP came from: its TLS server name.
     tls_names: BTreeMap<IpAddr, String>,
     tls_stats: TlsStats,
+    /// Each endpoint's last I/O error, for the errors tasks end with.
+    causes: Causes,
 }
 
 pub(crate) struct DriverParts {
@@ -188,6 +190,7 @@ impl Driver {
             tls: parts.tls,
             tls_names: BTreeMap::new(),
             tls_stats: TlsStats::default(),
+            causes: Causes::default(),
             rt: parts.rt,
         }
     }
@@ -216,7 +219,10 @@ impl Driver {
                 let tls = self.tls_plan(addr);
                 // The new token is queued: the next round polls the connect.
                 let waker = self.ready.waker(Token::Conn(conn));
-                if let Some(old) = self.conns.insert(conn, Conn::new(connect, waker, tls)) {
+                if let Some(old) = self
+                    .conns
+                    .insert(conn, Conn::new(addr, connect, waker, tls))
+                {
                     // Connection ids are never reused; if one were, the old
                     // socket closes here.
                     self.release(old.held);
@@ -260,12 +266,26 @@ impl Driver {
                     return;
                 };
                 self.tickets.remove(&p.ticket);
+                let config = self.engine.config();
+                let outcome = match outcome {
+                    Ok(r) => {
+                        self.causes.forget(id);
+                        Ok(r)
+                    }
+                    Err(e) => Err(self.causes.finish(id, e, config)),
+                };
                 match &outcome {
                     Ok(r) => {
                         tracing::debug!(target: TRACE_TARGET, parent: &p.span, attempts, bytes = r.body.len(), "task succeeded")
                     }
                     // The app's own cancel and shutdown are not failures.
-                    Err(e @ (ProtoError::Cancelled | ProtoError::Shutdown)) => {
+                    Err(
+                        e @ (Error::Shutdown
+                        | Error::Task {
+                            error: ProtoError::Cancelled,
+                            ..
+                        }),
+                    ) => {
                         tracing::debug!(target: TRACE_TARGET, parent: &p.span, attempts, error = %e, "task ended")
                     }
                     Err(error) => {
@@ -275,7 +295,7 @@ impl Driver {
                 self.replied = true;
                 let _ = p.reply.send(Finished {
                     id: Some(id),
-                    outcome: outcome.map_err(Error::from),
+                    outcome,
                     attempts,
                 });
             }
@@ -386,7 +406,11 @@ impl Driver {
         }
     }
 
-    fn report(&self, r: &Report) {
+    fn report(&mut self, r: &Report) {
+        if self.pending.contains_key(&r.task) {
+            self.causes
+                .note_attempt(r.task, r.endpoint, r.error.as_ref());
+        }
         let span = self
             .pending
             .get(&r.task)
@@ -565,6 +589,7 @@ impl Driver {
                 return;
             };
             conn.handle().unqueue();
+            let addr = conn.addr;
             match conn.poll(&mut self.read_buf, room) {
                 Step::Idle => return,
                 Step::Starved => {
@@ -582,6 +607,7 @@ impl Driver {
                         s.handshake_time += h.duration;
                         s.last_handshake = Some(h.duration);
                     }
+                    self.causes.note_endpoint(addr, None);
                     self.feed(id, ConnEvent::Connected);
                 }
                 Step::TcpConnected => {
@@ -602,7 +628,8 @@ impl Driver {
                         self.release(held);
                     }
                 }
-                Step::ConnectFailed(error) => {
+                Step::ConnectFailed(error, io) => {
+                    self.causes.note_endpoint(addr, io);
                     if error.tls_failure().is_some() {
                         self.tls_stats.failed += 1;
                     }
@@ -611,7 +638,8 @@ impl Driver {
                     self.feed(id, ConnEvent::ConnectFailed(error));
                     return;
                 }
-                Step::Closed(reason) => {
+                Step::Closed(reason, io) => {
+                    self.causes.note_endpoint(addr, io);
                     tracing::debug!(target: TRACE_TARGET, %id, %reason, "connection closed");
                     self.forget(id);
                     self.feed(id, ConnEvent::Closed(reason));

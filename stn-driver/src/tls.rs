@@ -107,6 +107,17 @@ pub enum TlsConfigError {
     /// rustls refused the configuration.
     #[error("TLS configuration refused: {0}")]
     Rustls(String),
+    /// The platform's trust store gave no usable certificate.
+    #[error("no usable root certificate in the platform's trust store{}", platform_errors(.0))]
+    NoPlatformRoots(Vec<String>),
+}
+
+fn platform_errors(errors: &[String]) -> String {
+    if errors.is_empty() {
+        String::new()
+    } else {
+        format!(": {}", errors.join("; "))
+    }
 }
 
 /// The crypto provider every configuration here uses: ring.
@@ -120,6 +131,27 @@ pub fn webpki_roots() -> RootCertStore {
     RootCertStore {
         roots: webpki_roots::TLS_SERVER_ROOTS.to_vec(),
     }
+}
+
+/// The platform's trusted CAs (`rustls-native-certs`: the CA bundle named by
+/// `SSL_CERT_FILE`/`SSL_CERT_DIR` or the distribution's on Linux, the
+/// keychain on macOS, the system store on Windows), read now. Certificates
+/// the store holds but rustls cannot use are skipped.
+///
+/// # Errors
+///
+/// [`TlsConfigError::NoPlatformRoots`] if none is usable, with what the
+/// store reported.
+pub fn platform_roots() -> Result<RootCertStore, TlsConfigError> {
+    let found = rustls_native_certs::load_native_certs();
+    let mut roots = RootCertStore::empty();
+    let (_added, _skipped) = roots.add_parsable_certificates(found.certs);
+    if roots.is_empty() {
+        return Err(TlsConfigError::NoPlatformRoots(
+            found.errors.iter().map(ToString::to_string).collect(),
+        ));
+    }
+    Ok(roots)
 }
 
 /// The certificates in `pem` (one or more `BEGIN CERTIFICATE` blocks) as
@@ -416,6 +448,26 @@ impl Future for Handshake {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn platform_roots_read_the_systems_ca_bundle() {
+        // Where a distribution CA bundle exists (this project's machines and
+        // CI: Debian's ca-certificates), its CAs load; elsewhere the error
+        // says the store gave none.
+        let bundle = std::path::Path::new("/etc/ssl/certs/ca-certificates.crt");
+        match platform_roots() {
+            Ok(roots) => assert!(!roots.is_empty()),
+            Err(e) => {
+                assert!(!bundle.exists(), "the bundle exists but: {e}");
+                assert!(e.to_string().contains("platform's trust store"), "{e}");
+            }
+        }
+        if bundle.exists() {
+            let roots = platform_roots().expect("the bundle's CAs");
+            assert!(roots.len() > 10, "{} roots", roots.len());
+            client_config(roots, &[b"http/1.1"]).expect("a config");
+        }
+    }
 
     fn io_err(e: rustls::Error) -> io::Error {
         io::Error::new(io::ErrorKind::InvalidData, e)

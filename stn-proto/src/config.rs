@@ -15,8 +15,8 @@
 
 pub use crate::ban::{BanConfig, ReloadPolicy};
 pub use crate::engine::{
-    ChannelChoice, HedgePolicy, LongLinkEndpoints, NoNetworkPolicy, PoolConfig, ShortLinkEndpoints,
-    ZombiePolicy, STN_MAX_ABANDONS,
+    ChannelChoice, HedgePolicy, HttpRetry, LongLinkEndpoints, NoNetworkPolicy, PoolConfig,
+    ShortLinkEndpoints, ZombiePolicy, STN_MAX_ABANDONS,
 };
 pub use crate::heartbeat::{HeartbeatConfig, RttScaledTimeout};
 pub use crate::limit::{AntiAvalancheConfig, FlowLimitConfig, FrequencyLimitConfig};

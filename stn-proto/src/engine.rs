@@ -215,8 +215,8 @@ mod zombies;
 mod tests;
 
 pub use config::{
-    ChannelChoice, Config, LongLinkEndpoints, NoNetworkPolicy, ShortLinkEndpoints, ZombiePolicy,
-    STN_MAX_ABANDONS,
+    ChannelChoice, Config, HttpRetry, LongLinkEndpoints, NoNetworkPolicy, ShortLinkEndpoints,
+    ZombiePolicy, STN_MAX_ABANDONS,
 };
 pub use hedge::HedgePolicy;
 pub use pool::PoolConfig;
@@ -988,7 +988,10 @@ impl Engine {
         }
         let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
         let free = interrupted && self.config.free_retry_on_network_change;
-        let retryable = error.is_retryable();
+        let retryable = match error {
+            Error::Http { status } => self.config.http_retry.retries(status),
+            _ => error.is_retryable(),
+        };
         self.retry_or_end(
             now,
             id,
@@ -1180,6 +1183,7 @@ impl Engine {
             ended: now,
             endpoint: None,
             connect_time: None,
+            handshake_time: None,
             first_packet_after: None,
             connect_attempts: 0,
             bytes_sent: 0,

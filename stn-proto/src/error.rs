@@ -155,8 +155,14 @@ pub enum LimitKind {
 impl fmt::Display for LimitKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
-            LimitKind::Frequency => "frequency limit (too many identical requests)",
-            LimitKind::Flow => "flow limit (too many bytes on a mobile network)",
+            LimitKind::Frequency => {
+                "frequency limit (too many identical request bodies; \
+                 opt out per task with Task::limit_frequency(false))"
+            }
+            LimitKind::Flow => {
+                "flow limit (too many request bytes on a mobile network; \
+                 opt out per task with Task::limit_flow(false))"
+            }
         })
     }
 }
@@ -325,6 +331,17 @@ pub enum Error {
     Shutdown,
 }
 
+/// A connect failure is an error in its own right (the engine wraps it in
+/// [`Error::Connect`] with the address).
+impl std::error::Error for ConnectError {}
+
+/// How a connection ended, as an error for the apps that surface it.
+impl std::error::Error for crate::io::CloseReason {}
+
+/// A TLS failure is an error in its own right (inside
+/// [`SocketError::Tls`] and [`ConnectError::tls`]).
+impl std::error::Error for crate::tls::TlsFailure {}
+
 fn at(addr: &Option<SocketAddr>) -> String {
     match addr {
         Some(a) => format!(" to {a}"),
@@ -459,6 +476,11 @@ impl Error {
     /// `kEctEnDecode`). Retryable: every network failure — DNS, connect,
     /// socket, the per-attempt timeouts, non-200 HTTP statuses, protocol
     /// errors — and an attempt interrupted by a network change.
+    ///
+    /// The engine narrows the HTTP case with its
+    /// [`Config::http_retry`](crate::engine::Config::http_retry) policy
+    /// (under the stn profile a 404 is not retried); this method is the
+    /// status-blind rule, Mars's.
     pub fn is_retryable(&self) -> bool {
         match self {
             Error::Local(local) => matches!(local, LocalError::Interrupted),
@@ -694,7 +716,8 @@ mod tests {
         );
         assert_eq!(
             Error::from(LimitKind::Frequency).to_string(),
-            "rejected by the frequency limit (too many identical requests)"
+            "rejected by the frequency limit (too many identical request bodies; \
+             opt out per task with Task::limit_frequency(false))"
         );
         assert_eq!(
             Error::from(TaskError::TooManyRetries { retry_count: 40 }).to_string(),

@@ -790,7 +790,6 @@ impl Race {
         &self.attempts
     }
 
-    #[cfg(test)]
     /// One attempt's statistics.
     pub(crate) fn attempt(&self, id: AttemptId) -> Option<&AttemptStats> {
         self.attempts.get(usize::try_from(id.0).ok()?)

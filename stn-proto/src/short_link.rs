@@ -214,6 +214,11 @@ pub(crate) struct ExchangeResult {
     pub connect_time: Option<Duration>,
     /// From the send of the request to the first response byte.
     pub first_packet_after: Option<Duration>,
+    /// The TLS handshake on the winning connection: from its TCP connect
+    /// ([`ConnEvent::TcpConnected`](crate::io::ConnEvent::TcpConnected)) to
+    /// its `Connected`. `None` without TLS, on a reused connection, or when
+    /// the executor does not report the TCP connect.
+    pub handshake_time: Option<Duration>,
     /// When the request was sent (the timers' origin), if it was.
     pub request_sent_at: Option<Instant>,
     /// Request bytes sent.
@@ -278,6 +283,8 @@ pub(crate) struct ShortLinkExchange {
     clock: MonotonicClock,
     /// `None` when the exchange ended before racing (invalid request, expired deadline).
     race: Option<Race>,
+    /// The winner's TLS handshake time, if it ran one.
+    handshake_time: Option<Duration>,
     conns: BTreeMap<ConnId, ConnState>,
     attempts: BTreeMap<AttemptId, ConnId>,
     /// The most recent connect failure, for the race's failure error.
@@ -316,6 +323,7 @@ impl ShortLinkExchange {
             deadline: req.deadline,
             clock,
             race: None,
+            handshake_time: None,
             conns: BTreeMap::new(),
             attempts: BTreeMap::new(),
             last_failure: None,
@@ -664,6 +672,12 @@ impl ShortLinkExchange {
             return;
         };
         self.conns.insert(conn, ConnState::Open);
+        self.handshake_time = self
+            .race
+            .as_ref()
+            .and_then(|r| r.attempt(attempt))
+            .and_then(|a| a.tcp_connected)
+            .map(|tcp| now - tcp);
         self.send_on(now, conn, addr, Some(connect_time));
     }
 
@@ -808,6 +822,7 @@ impl ShortLinkExchange {
             outcome,
             endpoint: self.winner.map(|(_, a)| a),
             connect_time: self.connect_time,
+            handshake_time: self.handshake_time,
             first_packet_after: match (self.sent_at, self.first_byte_at) {
                 (Some(s), Some(f)) => Some(f - s),
                 _ => None,

@@ -277,6 +277,17 @@ impl TaskError {
 /// Fields are public for reading; build with [`Task::new`] and the chained
 /// setters of the same names, then [`Task::validate`].
 ///
+/// **A short-link request may reach the server more than once.** Under the
+/// stn profile (the default) a short-link attempt that has sent its request
+/// (of at most 8 KiB) and heard nothing for about 4 RTTs (0.6–3 s) is
+/// *hedged*: the same request goes out once more on a fresh connection, up
+/// to twice per attempt, and the first complete response wins
+/// ([`HedgePolicy`](crate::engine::HedgePolicy)). Retries after a timeout
+/// resend it too, under every profile, as Mars does. For a request the
+/// server must not see twice, set [`hedge(false)`](Task::hedge) (and
+/// `retry_count(0)`), or turn hedging off for every task with
+/// [`Config::hedge`](crate::engine::Config::hedge) `= None`.
+///
 /// ```
 /// use stn_proto::{Channel, Task};
 /// use stn_proto::Duration;

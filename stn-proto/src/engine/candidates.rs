@@ -8,43 +8,69 @@ use crate::time::Instant;
 
 use super::{Engine, Output, MAX_DNS_ENTRIES};
 
+/// Where one link's candidates come from.
+pub(super) struct Sources<'a> {
+    /// The only candidate, when set.
+    pub debug: Option<SocketAddr>,
+    /// Hosts to resolve, each address on every one of `ports`.
+    pub hosts: &'a [String],
+    /// Hosts to resolve, each with its own port.
+    pub host_ports: &'a [(String, u16)],
+    /// Fixed IPs, on every one of `ports`.
+    pub ips: &'a [IpAddr],
+    /// Fixed addresses with their own port.
+    pub addrs: &'a [SocketAddr],
+    /// Backup IPs, on every one of `ports`, after the others.
+    pub backups: &'a [IpAddr],
+    /// The link's ports, for the sources without one of their own.
+    pub ports: &'a [u16],
+}
+
 impl Engine {
     /// The candidate list, or `None` while a resolve answer is awaited.
-    #[allow(clippy::too_many_arguments)]
+    ///
+    /// The primary candidates are, in this order before the history orders
+    /// them: the hosts' addresses × `ports`, the port-carrying hosts'
+    /// addresses on their port, the fixed IPs × `ports`, the fixed
+    /// addresses (so without port-carrying sources the list is exactly the
+    /// IP-major expansion of hosts then IPs, as Mars builds it).
     pub(super) fn candidates(
         &mut self,
         now: Instant,
-        debug: Option<SocketAddr>,
-        hosts: &[String],
-        ips: &[IpAddr],
-        backups: &[IpAddr],
-        ports: &[u16],
+        src: &Sources<'_>,
         max: usize,
     ) -> Option<Vec<SocketAddr>> {
-        if let Some(d) = debug {
+        if let Some(d) = src.debug {
             return Some(vec![d]);
         }
-        let mut primary_ips: Vec<IpAddr> = Vec::new();
+        let ports = src.ports;
+        let expand = |ips: &[IpAddr]| -> Vec<SocketAddr> {
+            ips.iter()
+                .flat_map(|ip| ports.iter().map(move |p| SocketAddr::new(*ip, *p)))
+                .collect()
+        };
+        let mut primary: Vec<SocketAddr> = Vec::new();
         let mut waiting = false;
-        for host in hosts {
+        for host in src.hosts {
             match self.host_addrs(now, host) {
-                Some(addrs) => primary_ips.extend(addrs),
+                Some(addrs) => primary.extend(expand(&addrs)),
+                None => waiting = true,
+            }
+        }
+        for (host, port) in src.host_ports {
+            match self.host_addrs(now, host) {
+                Some(addrs) => primary.extend(addrs.iter().map(|ip| SocketAddr::new(*ip, *port))),
                 None => waiting = true,
             }
         }
         if waiting {
             return None;
         }
-        primary_ips.extend_from_slice(ips);
-        let expand = |ips: &[IpAddr]| -> Vec<SocketAddr> {
-            ips.iter()
-                .flat_map(|ip| ports.iter().map(move |p| SocketAddr::new(*ip, *p)))
-                .collect()
-        };
+        primary.extend(expand(src.ips));
+        primary.extend_from_slice(src.addrs);
+        let backups = src.backups;
         let max = max.max(1);
-        let mut out = self
-            .history
-            .order(now, &expand(&primary_ips), &mut self.rng);
+        let mut out = self.history.order(now, &primary, &mut self.rng);
         out.truncate(max);
         if out.len() < max && !backups.is_empty() {
             let more = self.history.order(now, &expand(backups), &mut self.rng);
@@ -60,11 +86,16 @@ impl Engine {
         Some(out)
     }
 
-    /// The hosts a short-link task resolves: its own, else the configured ones.
+    /// The hosts a short-link task resolves: its own, else the configured
+    /// ones (with and without their own ports).
     pub(super) fn short_hosts(&self, id: TaskId) -> Vec<String> {
         match self.tasks.get(&id).and_then(|e| e.task.host.clone()) {
             Some(h) => vec![h],
-            None => self.config.short_link.hosts.clone(),
+            None => {
+                let ep = &self.config.short_link;
+                let named = ep.host_ports.iter().map(|(h, _)| h.clone());
+                ep.hosts.iter().cloned().chain(named).collect()
+            }
         }
     }
 

@@ -31,10 +31,16 @@ pub struct ShortLinkEndpoints {
     /// Host names to resolve through the app (first one is the `Host` header
     /// unless a task names its own host).
     pub hosts: Vec<String>,
-    /// The short-link port.
+    /// Host names with their own short-link port (`example.com:8443`),
+    /// resolved like `hosts` and tried after them.
+    pub host_ports: Vec<(String, u16)>,
+    /// The short-link port of `hosts`, `ips` and `backup_ips`.
     pub port: u16,
     /// Fixed IPs, used like resolved ones.
     pub ips: Vec<IpAddr>,
+    /// Fixed addresses with their own port (`10.0.0.1:8080`), used like
+    /// `ips` and tried after them.
+    pub addrs: Vec<SocketAddr>,
     /// Backup IPs, used after the others.
     pub backup_ips: Vec<IpAddr>,
 }
@@ -95,6 +101,43 @@ pub enum ZombiePolicy {
     UntilDeadline,
 }
 
+/// Which HTTP statuses other than 200 a short-link task retries (an attempt
+/// answered with any other status ends with [`Error::Http`](crate::error::Error::Http)
+/// either way; this decides whether the task then retries, if it has
+/// retries left). Set in [`Config::http_retry`].
+///
+/// ```
+/// use stn_proto::{Config, HttpRetry};
+/// use stn_proto::Profile;
+/// assert_eq!(Config::for_profile(Profile::Mars).http_retry, HttpRetry::EveryStatus);
+/// let stn = Config::for_profile(Profile::Stn).http_retry;
+/// assert!(!stn.retries(404) && stn.retries(429) && stn.retries(503));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HttpRetry {
+    /// Mars: every status other than 200 is retried (`__SingleRespHandle`
+    /// treats them all as a network failure), so a 404 with `retry_count(2)`
+    /// is asked three times.
+    EveryStatus,
+    /// stn: client errors (4xx) end the task at once, except 408 (Request
+    /// Timeout) and 429 (Too Many Requests), which say "try again"; every
+    /// other status (5xx, an unexpected 1xx/2xx/3xx) is retried. Asking again
+    /// for a missing CGI or a malformed request gets the same answer.
+    NotClientErrors,
+}
+
+impl HttpRetry {
+    /// Whether an attempt answered with `status` may be retried.
+    pub const fn retries(self, status: u16) -> bool {
+        match self {
+            HttpRetry::EveryStatus => status != 200,
+            HttpRetry::NotClientErrors => {
+                !matches!(status, 400..=499) || status == 408 || status == 429
+            }
+        }
+    }
+}
+
 /// Everything the [`Engine`](super::Engine) needs, for one profile.
 #[derive(Clone, Debug)]
 #[non_exhaustive]
@@ -136,6 +179,10 @@ pub struct Config {
     pub retry_interval: Duration,
     /// Delay before retrying after an attempt timeout (Mars: 1 s as well).
     pub retry_interval_after_timeout: Duration,
+    /// Which non-200 HTTP statuses are retried: every one under the Mars
+    /// profiles ([`HttpRetry::EveryStatus`], Mars's behaviour), all but
+    /// 4xx other than 408 and 429 under stn ([`HttpRetry::NotClientErrors`]).
+    pub http_retry: HttpRetry,
     /// A network change redoes running attempts without consuming a retry
     /// (stn); Mars consumes one.
     pub free_retry_on_network_change: bool,
@@ -229,6 +276,9 @@ impl Config {
     ///   on a fresh connection ([`HedgePolicy`](super::HedgePolicy)): under
     ///   loss an exchange stuck in TCP's retransmission back-off otherwise
     ///   waits for the first-packet timeout;
+    /// - a 4xx status other than 408 and 429 ends the task instead of being
+    ///   retried ([`HttpRetry::NotClientErrors`]): the same request gets the
+    ///   same answer;
     /// - a long-link connect races every candidate, not only the first five
     ///   ([`long_link_races_every_candidate`](Self::long_link_races_every_candidate)):
     ///   with more than five endpoints (IPs × ports) the live ones are
@@ -253,6 +303,7 @@ impl Config {
             retry_interval: Duration::from_secs(1),
             retry_interval_after_timeout: Duration::from_secs(1),
             free_retry_on_network_change: false,
+            http_retry: HttpRetry::EveryStatus,
             channel_choice: ChannelChoice::AtSubmit,
             no_network: NoNetworkPolicy::FailSensitive,
             zombies: ZombiePolicy::TotalTimeoutOnly,
@@ -273,6 +324,7 @@ impl Config {
                     retry_interval: Duration::from_millis(250),
                     retry_interval_after_timeout: Duration::ZERO,
                     free_retry_on_network_change: true,
+                    http_retry: HttpRetry::NotClientErrors,
                     channel_choice: ChannelChoice::PerAttempt,
                     no_network: NoNetworkPolicy::WaitAll,
                     resolve_ttl: Duration::from_secs(30),

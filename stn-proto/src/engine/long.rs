@@ -10,8 +10,10 @@ use crate::task::{Channel, TaskId};
 use crate::time::{Duration, Instant};
 use crate::timeout::AttemptSample;
 
+use super::candidates::Sources;
 use super::conns::Owner;
-use super::{Attempt, Engine, Entry, Event, Link, LinkStatus, Report};
+use super::queue::Class;
+use super::{Attempt, Engine, Entry, Event, Link, LinkStatus, Report, Stage};
 
 impl Engine {
     /// Sends a task on the (connected) long link.
@@ -79,15 +81,16 @@ impl Engine {
         } else {
             self.config.max_candidates
         };
-        let Some(candidates) = self.candidates(
-            now,
-            ep.debug,
-            &ep.hosts,
-            &ep.ips,
-            &ep.backup_ips,
-            &ep.ports,
-            max,
-        ) else {
+        let sources = Sources {
+            debug: ep.debug,
+            hosts: &ep.hosts,
+            host_ports: &[],
+            ips: &ep.ips,
+            addrs: &[],
+            backups: &ep.backup_ips,
+            ports: &ep.ports,
+        };
+        let Some(candidates) = self.candidates(now, &sources, max) else {
             self.long_wants_connect = true;
             return;
         };
@@ -130,6 +133,9 @@ impl Engine {
                         self.forget_hosts(&hosts);
                     }
                     self.emit_link(LinkStatus::Disconnected);
+                    if let Some(error) = error.filter(ends_long_waiters) {
+                        self.fail_long_waiters(error);
+                    }
                 }
                 LongLinkEvent::Endpoint(r) => {
                     if let Some(t) = r.connect_time.filter(|_| r.ok) {
@@ -244,6 +250,7 @@ impl Engine {
             ended: now,
             endpoint: self.long_endpoint,
             connect_time: None,
+            handshake_time: None,
             first_packet_after,
             connect_attempts: 0,
             bytes_sent: u64::try_from(e.task.body.len()).unwrap_or(u64::MAX) + 20,
@@ -251,5 +258,31 @@ impl Engine {
             hedges: 0,
             error,
         })
+    }
+}
+
+/// A failed long-link connect that no reconnect fixes: every candidate of
+/// the race failed and the last one refused the server's certificate (wrong
+/// CA, name, expiry, pin). Reconnecting on the monitor's schedule will meet
+/// the same certificate, so the tasks that can only use the long link are
+/// told now, with that cause, instead of at their deadline.
+fn ends_long_waiters(error: &Error) -> bool {
+    matches!(error, Error::Connect { error, .. }
+        if error.tls_failure().is_some_and(crate::tls::TlsFailure::is_certificate))
+}
+
+impl Engine {
+    /// Ends every queued task that can only use the long link with `error`
+    /// (a rare event: one pass over the tasks).
+    fn fail_long_waiters(&mut self, error: Error) {
+        let waiting: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| e.class == Class::LongOnly && matches!(e.stage, Stage::Queued))
+            .map(|(id, _)| *id)
+            .collect();
+        for id in waiting {
+            self.finish(id, Err(error.clone()));
+        }
     }
 }

@@ -11,6 +11,7 @@ use crate::task::{Channel, TaskId};
 use crate::time::{Duration, Instant};
 use crate::timeout::AttemptSample;
 
+use super::candidates::Sources;
 use super::conns::Owner;
 use super::{Engine, Link, Report, Retry};
 
@@ -21,18 +22,27 @@ impl Engine {
         if !self.tasks.contains_key(&id) {
             return false;
         }
-        let hosts = self.short_hosts(id);
-        let host_header = hosts.first().cloned();
         let ep = self.config.short_link.clone();
-        let Some(candidates) = self.candidates(
-            now,
-            ep.debug,
-            &hosts,
-            &ep.ips,
-            &ep.backup_ips,
-            &[ep.port],
-            self.config.max_candidates,
-        ) else {
+        // A task's own host replaces the configured hosts (with or without
+        // their own ports).
+        let (hosts, host_ports) = match self.tasks.get(&id).and_then(|e| e.task.host.clone()) {
+            Some(h) => (vec![h], Vec::new()),
+            None => (ep.hosts.clone(), ep.host_ports.clone()),
+        };
+        let host_header = hosts
+            .first()
+            .or(host_ports.first().map(|(h, _)| h))
+            .cloned();
+        let sources = Sources {
+            debug: ep.debug,
+            hosts: &hosts,
+            host_ports: &host_ports,
+            ips: &ep.ips,
+            addrs: &ep.addrs,
+            backups: &ep.backup_ips,
+            ports: &[ep.port],
+        };
+        let Some(candidates) = self.candidates(now, &sources, self.config.max_candidates) else {
             return false; // waiting for a resolve answer
         };
         if !self.pass_limits(now, id) {
@@ -178,6 +188,7 @@ impl Engine {
             ended: now,
             endpoint: result.endpoint,
             connect_time: result.connect_time,
+            handshake_time: result.handshake_time,
             first_packet_after: result.first_packet_after,
             connect_attempts: result.connect_attempts + spent_connects,
             bytes_sent: result.bytes_sent,

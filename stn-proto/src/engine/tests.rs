@@ -964,6 +964,141 @@ fn zombie_expires_at_its_budget() {
     assert_eq!(h.outcome(id), Err(Error::Timeout(TimeoutKind::Task)));
 }
 
+/// Answers every open short-link request with `status` until `id` ends.
+fn answer_status_until_done(h: &mut H, id: TaskId, status: u16) -> u32 {
+    let mut served = BTreeSet::new();
+    for _ in 0..100 {
+        if !h.finished(id).is_empty() {
+            break;
+        }
+        for (conn, _) in connects(&h.log) {
+            if served.insert(conn) {
+                h.ev(conn, ConnEvent::Connected);
+                h.ev(
+                    conn,
+                    ConnEvent::Received(Bytes::from(format!(
+                        "HTTP/1.1 {status} X\r\nContent-Length: 0\r\n\r\n"
+                    ))),
+                );
+            }
+        }
+        h.advance(ms(500));
+    }
+    h.reports(id).len() as u32
+}
+
+#[test]
+fn http_status_retries_follow_the_profile_policy() {
+    // (profile, status, attempts with retry_count(2)).
+    for (profile, status, attempts) in [
+        (Profile::Mars, 404, 3),
+        (Profile::Mars2017, 404, 3),
+        (Profile::Stn, 404, 1),
+        (Profile::Stn, 400, 1),
+        (Profile::Stn, 408, 3),
+        (Profile::Stn, 429, 3),
+        (Profile::Stn, 503, 3),
+        (Profile::Mars, 503, 3),
+    ] {
+        let mut h = H::new(unhedged(profile));
+        let id = h.submit(short_task("x").retry_count(2));
+        let made = answer_status_until_done(&mut h, id, status);
+        assert_eq!(
+            h.outcome(id),
+            Err(Error::Http { status }),
+            "{profile:?} {status}"
+        );
+        assert_eq!(made, attempts, "{profile:?} {status}");
+    }
+    // The policy is a field: Mars's rule under the stn profile.
+    let mut cfg = unhedged(Profile::Stn);
+    cfg.http_retry = HttpRetry::EveryStatus;
+    let mut h = H::new(cfg);
+    let id = h.submit(short_task("x").retry_count(2));
+    assert_eq!(answer_status_until_done(&mut h, id, 404), 3);
+}
+
+#[test]
+fn report_has_the_tls_handshake_time_apart_from_the_connect_time() {
+    let mut h = H::new(unhedged(Profile::Stn));
+    let id = h.submit(short_task("x"));
+    let (conn, _) = connects(&h.log)[0];
+    h.advance(ms(20));
+    h.ev(conn, ConnEvent::TcpConnected);
+    h.advance(ms(45));
+    serve_short(&mut h, conn, "ok");
+    assert!(h.outcome(id).is_ok());
+    let r = h.reports(id)[0];
+    assert_eq!(r.connect_time, Some(ms(20)));
+    assert_eq!(r.handshake_time, Some(ms(45)));
+    // Without TLS (no TcpConnected) there is no handshake.
+    let mut h = H::new(unhedged(Profile::Stn));
+    let id = h.submit(short_task("y"));
+    let (conn, _) = connects(&h.log)[0];
+    h.advance(ms(20));
+    serve_short(&mut h, conn, "ok");
+    assert!(h.outcome(id).is_ok());
+    assert_eq!(h.reports(id)[0].handshake_time, None);
+}
+
+#[test]
+fn a_refused_certificate_ends_long_link_waiters_at_once() {
+    use crate::tls::TlsFailure;
+    let mut h = H::new(long_cfg(Profile::Stn));
+    let long_only = h.submit(Task::new(3, "", "x").channel(Channel::Long));
+    let (conn, _) = *connects(&h.log)
+        .iter()
+        .find(|(_, a)| a.port() == 8080)
+        .expect("long connect");
+    h.ev(conn, ConnEvent::TcpConnected);
+    h.ev(
+        conn,
+        ConnEvent::ConnectFailed(ConnectError::tls(TlsFailure::UnknownIssuer)),
+    );
+    let expected = Error::Connect {
+        addr: Some("10.0.1.1:8080".parse().unwrap_or_else(|_| unreachable!())),
+        error: ConnectError::tls(TlsFailure::UnknownIssuer),
+    };
+    assert_eq!(h.outcome(long_only), Err(expected));
+
+    // A refused connect may heal: the waiter keeps waiting.
+    let mut h = H::new(long_cfg(Profile::Stn));
+    let waiter = h.submit(Task::new(3, "", "x").channel(Channel::Long));
+    let (conn, _) = *connects(&h.log)
+        .iter()
+        .find(|(_, a)| a.port() == 8080)
+        .expect("long connect");
+    h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Refused));
+    assert!(h.finished(waiter).is_empty());
+}
+
+#[test]
+fn short_link_endpoints_keep_their_own_ports() {
+    let mut cfg = Config::for_profile(Profile::Stn);
+    cfg.short_link.port = 80;
+    cfg.short_link.ips = vec![ip("10.0.0.1")];
+    cfg.short_link.addrs = vec!["10.0.0.2:8080".parse().unwrap_or_else(|_| unreachable!())];
+    let mut h = H::new(cfg);
+    let id = h.submit(short_task("x").retry_count(0));
+    let mut tried = BTreeSet::new();
+    for _ in 0..10 {
+        for (conn, addr) in connects(&h.log) {
+            if tried.insert(addr) {
+                h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Refused));
+            }
+        }
+        if !h.finished(id).is_empty() {
+            break;
+        }
+        h.advance(ms(100));
+    }
+    let want: BTreeSet<SocketAddr> = ["10.0.0.1:80", "10.0.0.2:8080"]
+        .iter()
+        .map(|a| a.parse().unwrap_or_else(|_| unreachable!()))
+        .collect();
+    assert_eq!(tried, want);
+}
+
 #[test]
 fn stn_zombie_replays_on_the_next_success_or_after_one_idle_second() {
     let mut h = H::new(short_cfg(Profile::Stn));

@@ -69,6 +69,12 @@ pub struct Report {
     /// The TCP connect time of that endpoint (short link: this attempt's
     /// connect; long link: `None`, the link was already up).
     pub connect_time: Option<Duration>,
+    /// The TLS handshake of that connection, from its TCP connect to the
+    /// end of the handshake (short link, this attempt's connect; `None`
+    /// without TLS, on a pooled connection, or on the long link). Kept out
+    /// of `connect_time` and of the RTT samples the timeouts follow: a
+    /// handshake costs round trips a bare connect does not.
+    pub handshake_time: Option<Duration>,
     /// From sending the request to the first response byte.
     pub first_packet_after: Option<Duration>,
     /// TCP connects started for this attempt (short link).

@@ -414,8 +414,8 @@ pub(crate) async fn never_respond_times_out<H: Harness>() {
     }
     let err = stuck.await.expect_err("no answer");
     assert_eq!(
-        err,
-        Error::Task(ProtoError::Timeout(TimeoutKind::FirstPacket)),
+        err.task_error(),
+        Some(&ProtoError::Timeout(TimeoutKind::FirstPacket)),
         "{err}"
     );
     client.shutdown().await;
@@ -467,7 +467,10 @@ pub(crate) async fn garbage_response<H: Harness>() {
         assert!(
             matches!(
                 err,
-                Error::Task(ProtoError::Protocol(_) | ProtoError::Decode)
+                Error::Task {
+                    error: ProtoError::Protocol(_) | ProtoError::Decode,
+                    ..
+                }
             ),
             "{channel:?}: {err:?}"
         );
@@ -478,14 +481,14 @@ pub(crate) async fn garbage_response<H: Harness>() {
 pub(crate) async fn oversize_length<H: Harness>() {
     let short = faulty::<H>(Fault::OversizeLength, Channel::Short).await;
     assert_eq!(
-        short,
-        Error::Task(ProtoError::Protocol(ProtocolError::BodyTooLarge)),
+        short.task_error(),
+        Some(&ProtoError::Protocol(ProtocolError::BodyTooLarge)),
         "{short:?}"
     );
     let long = faulty::<H>(Fault::OversizeLength, Channel::Long).await;
     assert_eq!(
-        long,
-        Error::Task(ProtoError::Protocol(ProtocolError::FrameTooLarge)),
+        long.task_error(),
+        Some(&ProtoError::Protocol(ProtocolError::FrameTooLarge)),
         "{long:?}"
     );
 }
@@ -553,11 +556,11 @@ pub(crate) async fn response_judge<H: Harness>() {
 
     assert_eq!(
         client.send(long_task("undecodable")).await,
-        Err(Error::Task(ProtoError::Decode))
+        Err(Error::from(ProtoError::Decode))
     );
     assert_eq!(
         client.send(short_task("panic").retry_count(0)).await,
-        Err(Error::Task(ProtoError::Decode))
+        Err(Error::from(ProtoError::Decode))
     );
     // The driver survived the panic.
     assert_eq!(

@@ -490,9 +490,9 @@ async fn short_tasks_end_with<H: Harness>(
     let client = short_client::<H>(&server);
     for r in send_all::<H>(&client, (0..4).map(short_task).collect()).await {
         assert_eq!(
-            r,
-            Err(Error::Task(ProtoError::Protocol(expected.clone()))),
-            "{what}"
+            r.as_ref().err().and_then(Error::task_error),
+            Some(&ProtoError::Protocol(expected.clone())),
+            "{what}: {r:?}"
         );
     }
     let snap = client.snapshot().await.expect("driver running");
@@ -505,7 +505,7 @@ async fn long_error<H: Harness>(behave: fn(&mut Peer)) -> (ProtoError, Snapshot)
     let client = long_client::<H>(&server);
     let mut results = send_all::<H>(&client, vec![long_task(0)]).await;
     let error = match results.pop() {
-        Some(Err(Error::Task(e))) => e,
+        Some(Err(Error::Task { error, .. })) => error,
         other => panic!("expected a task error, got {other:?}"),
     };
     let snap = client.snapshot().await.expect("driver running");
@@ -541,7 +541,10 @@ pub(crate) async fn trickled_body_ends<H: Harness>() {
         .collect();
     for r in send_all::<H>(&client, tasks).await {
         match r {
-            Err(Error::Task(ProtoError::Timeout(kind))) => {
+            Err(Error::Task {
+                error: ProtoError::Timeout(kind),
+                ..
+            }) => {
                 assert!(
                     matches!(kind, TimeoutKind::Task | TimeoutKind::ReadWrite),
                     "{kind:?}"
@@ -589,7 +592,13 @@ pub(crate) async fn read_budget_holds<H: Harness>() {
         .collect();
     for r in send_all::<H>(&client, tasks).await {
         assert!(
-            matches!(r, Err(Error::Task(ProtoError::Timeout(_)))),
+            matches!(
+                r,
+                Err(Error::Task {
+                    error: ProtoError::Timeout(_),
+                    ..
+                })
+            ),
             "expected a timeout, got {r:?}"
         );
     }
@@ -683,10 +692,11 @@ pub(crate) async fn reconnect_storm_is_capped<H: Harness>() {
         assert!(
             matches!(
                 r,
-                Err(Error::Task(
-                    ProtoError::Timeout(TimeoutKind::Task)
-                        | ProtoError::Rejected(LimitKind::Frequency)
-                ))
+                Err(Error::Task {
+                    error: ProtoError::Timeout(TimeoutKind::Task)
+                        | ProtoError::Rejected(LimitKind::Frequency),
+                    ..
+                })
             ),
             "the storm ends with the task's timeout or the frequency limit: {r:?} \
              ({accepted} connections in {:?})",

@@ -81,7 +81,10 @@ fn long_task(body: &str) -> Task {
 /// The TLS failure a short-link task ended with (a failed connect).
 fn connect_failure(err: &Error) -> Option<TlsFailure> {
     match err {
-        Error::Task(ProtoError::Connect { error, .. }) => error.tls_failure(),
+        Error::Task {
+            error: ProtoError::Connect { error, .. },
+            ..
+        } => error.tls_failure(),
         _ => None,
     }
 }
@@ -114,6 +117,23 @@ async fn handshake_fails<H: Harness>(
     let failure = connect_failure(&err);
     if let Some(f) = failure {
         assert!(err.to_string().contains(&f.to_string()), "{err}");
+    }
+    // A certificate the client refused: the rustls error itself is kept,
+    // inside the io::Error that is the error's source.
+    if matches!(
+        failure,
+        Some(TlsFailure::UnknownIssuer | TlsFailure::NameMismatch | TlsFailure::Expired)
+    ) {
+        assert!(
+            matches!(err.tls_error(), Some(rustls::Error::InvalidCertificate(_))),
+            "{err}: {:?}",
+            err.tls_error()
+        );
+        let source = std::error::Error::source(&err).expect("a source");
+        assert!(
+            source.downcast_ref::<std::io::Error>().is_some(),
+            "{source}"
+        );
     }
     client.shutdown().await;
     failure
@@ -320,8 +340,8 @@ pub(crate) async fn alert_mid_exchange<H: Harness>() {
         .await
         .expect_err("the alert ends the exchange");
     assert_eq!(
-        err,
-        Error::Task(ProtoError::Socket(SocketError::Tls(TlsFailure::Alert(80)))),
+        err.task_error(),
+        Some(&ProtoError::Socket(SocketError::Tls(TlsFailure::Alert(80)))),
         "{err}"
     );
     assert!(err.to_string().contains("TLS alert 80"), "{err}");
