@@ -107,7 +107,7 @@ pub enum ZombiePolicy {
 /// retries left). Set in [`Config::http_retry`].
 ///
 /// ```
-/// use stn_proto::{Config, HttpRetry};
+/// use stn_proto::{config::HttpRetry, Config};
 /// use stn_proto::Profile;
 /// assert_eq!(Config::for_profile(Profile::Mars).http_retry, HttpRetry::EveryStatus);
 /// let stn = Config::for_profile(Profile::Stn).http_retry;
