@@ -105,6 +105,9 @@ pub enum CloseReason {
     Reset,
     /// A read or write failed with this OS error code (0 if unknown).
     Error(i32),
+    /// TLS ended the connection (a fatal alert, a corrupt record): the
+    /// typed cause.
+    Tls(crate::tls::TlsFailure),
 }
 
 impl core::fmt::Display for CloseReason {
@@ -112,10 +115,8 @@ impl core::fmt::Display for CloseReason {
         match self {
             CloseReason::Eof => f.write_str("closed by peer"),
             CloseReason::Reset => f.write_str("connection reset"),
-            CloseReason::Error(code) => match crate::tls::TlsFailure::from_code(*code) {
-                Some(tls) => write!(f, "TLS failed: {tls}"),
-                None => write!(f, "socket error (os error {code})"),
-            },
+            CloseReason::Error(code) => write!(f, "socket error (os error {code})"),
+            CloseReason::Tls(tls) => write!(f, "TLS failed: {tls}"),
         }
     }
 }

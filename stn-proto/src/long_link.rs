@@ -581,6 +581,7 @@ impl LongLink {
                         let error = match reason {
                             CloseReason::Eof | CloseReason::Reset => ConnectError::Reset,
                             CloseReason::Error(code) => ConnectError::Other(code),
+                            CloseReason::Tls(failure) => ConnectError::Tls(failure),
                         };
                         c.race.handle_failed(now, attempt, error);
                     }
@@ -1043,10 +1044,8 @@ fn encode(codec: &CodecConfig, frame: &Frame) -> Option<Bytes> {
 fn socket_error(reason: CloseReason) -> SocketError {
     match reason {
         CloseReason::Eof => SocketError::ClosedByPeer,
-        CloseReason::Error(code) => match crate::tls::TlsFailure::from_code(code) {
-            Some(tls) => SocketError::Tls(tls),
-            None => SocketError::Reset,
-        },
+        CloseReason::Tls(tls) => SocketError::Tls(tls),
+        CloseReason::Error(_) => SocketError::Reset,
         CloseReason::Reset => SocketError::Reset,
     }
 }

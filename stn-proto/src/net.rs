@@ -38,6 +38,8 @@ pub enum ConnectError {
     Unreachable,
     /// The attempt was abandoned by stn's own per-attempt deadline.
     AttemptTimeout,
+    /// TCP connected but the TLS handshake failed: the typed cause.
+    Tls(crate::tls::TlsFailure),
     /// Any other OS error, with its raw code where known (0 if unknown).
     Other(i32),
 }
@@ -50,10 +52,8 @@ impl core::fmt::Display for ConnectError {
             ConnectError::TimedOut => f.write_str("connect timed out (OS)"),
             ConnectError::Unreachable => f.write_str("host or network unreachable"),
             ConnectError::AttemptTimeout => f.write_str("connect attempt deadline passed"),
-            ConnectError::Other(code) => match crate::tls::TlsFailure::from_code(*code) {
-                Some(tls) => write!(f, "TLS handshake failed: {tls}"),
-                None => write!(f, "connect failed (os error {code})"),
-            },
+            ConnectError::Tls(tls) => write!(f, "TLS handshake failed: {tls}"),
+            ConnectError::Other(code) => write!(f, "connect failed (os error {code})"),
         }
     }
 }

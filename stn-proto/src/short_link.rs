@@ -480,6 +480,7 @@ impl ShortLinkExchange {
                 let error = match reason {
                     CloseReason::Eof | CloseReason::Reset => ConnectError::Reset,
                     CloseReason::Error(code) => ConnectError::Other(code),
+                    CloseReason::Tls(failure) => ConnectError::Tls(failure),
                 };
                 self.connect_failed(now, attempt, error, ids);
             }
@@ -735,10 +736,8 @@ impl ShortLinkExchange {
                 Some(Err(e)) => http_error(e),
                 None => Error::Socket(SocketError::ClosedByPeer),
             },
-            CloseReason::Error(code) => match crate::tls::TlsFailure::from_code(code) {
-                Some(tls) => Error::Socket(SocketError::Tls(tls)),
-                None => Error::Socket(SocketError::Reset),
-            },
+            CloseReason::Tls(tls) => Error::Socket(SocketError::Tls(tls)),
+            CloseReason::Error(_) => Error::Socket(SocketError::Reset),
             CloseReason::Reset => Error::Socket(SocketError::Reset),
         };
         self.fail_on_winner(now, error);

@@ -4,14 +4,11 @@
 //! The engine does not run TLS: the adapter does the handshake after the TCP
 //! connect and reports the connection connected only once it completes. A
 //! failed handshake is a failed connect attempt, reported as
-//! [`ConnectError::tls`]; a TLS failure on an open connection (a fatal alert,
-//! a corrupt record) closes it with [`CloseReason::tls`]. Both travel in the
-//! existing OS-error-code slots ([`ConnectError::Other`],
-//! [`CloseReason::Error`]) with codes no OS uses (negative, from
-//! [`TlsFailure::CODE_BASE`]), so every machine and the simulator treat them
-//! as the failures they already handle, and [`ConnectError::tls_failure`] /
-//! [`CloseReason::tls_failure`] / [`SocketError::Tls`](crate::error::SocketError::Tls)
-//! give the typed cause back.
+//! [`ConnectError::Tls`]; a TLS failure on an open connection (a fatal alert,
+//! a corrupt record) closes it with [`CloseReason::Tls`]. Every machine
+//! treats them as the connect failures and socket errors it already handles,
+//! and a task that ends on one carries
+//! [`SocketError::Tls`](crate::SocketError::Tls) or the connect error itself.
 
 use crate::io::CloseReason;
 use crate::net::ConnectError;
@@ -52,11 +49,11 @@ pub enum TlsFailure {
 }
 
 impl TlsFailure {
-    /// The first of the codes TLS failures use in [`ConnectError::Other`] and
-    /// [`CloseReason::Error`] (negative: no OS error code is).
+    /// The first of the codes of [`TlsFailure::code`] (negative: no OS
+    /// error code is, so the two never collide in a log or a hash).
     pub const CODE_BASE: i32 = -0x7_0000;
 
-    /// Its code in the OS-error slots.
+    /// A stable number for this failure (for logs, metrics and hashes).
     pub const fn code(self) -> i32 {
         let offset = match self {
             TlsFailure::UnknownIssuer => 1,
@@ -73,29 +70,6 @@ impl TlsFailure {
             TlsFailure::Alert(code) => 0x100 + code as i32,
         };
         Self::CODE_BASE - offset
-    }
-
-    /// The failure a code stands for, if it is one of [`TlsFailure::code`]'s.
-    pub const fn from_code(code: i32) -> Option<TlsFailure> {
-        if code >= Self::CODE_BASE {
-            return None;
-        }
-        let offset = Self::CODE_BASE - code;
-        Some(match offset {
-            1 => TlsFailure::UnknownIssuer,
-            2 => TlsFailure::NameMismatch,
-            3 => TlsFailure::Expired,
-            4 => TlsFailure::PinMismatch,
-            5 => TlsFailure::BadCertificate,
-            6 => TlsFailure::NotTls,
-            7 => TlsFailure::ClosedInHandshake,
-            8 => TlsFailure::HandshakeTimeout,
-            9 => TlsFailure::Negotiation,
-            10 => TlsFailure::InvalidServerName,
-            11 => TlsFailure::Protocol,
-            0x100..=0x1ff => TlsFailure::Alert((offset - 0x100) as u8),
-            _ => return None,
-        })
     }
 
     /// True if the server (not the client's configuration or the network)
@@ -146,13 +120,13 @@ impl ConnectError {
     /// A connect attempt whose TCP connect succeeded but whose TLS handshake
     /// failed.
     pub const fn tls(failure: TlsFailure) -> ConnectError {
-        ConnectError::Other(failure.code())
+        ConnectError::Tls(failure)
     }
 
     /// The TLS failure this is, if it is one ([`ConnectError::tls`]).
     pub const fn tls_failure(&self) -> Option<TlsFailure> {
         match self {
-            ConnectError::Other(code) => TlsFailure::from_code(*code),
+            ConnectError::Tls(failure) => Some(*failure),
             _ => None,
         }
     }
@@ -161,13 +135,13 @@ impl ConnectError {
 impl CloseReason {
     /// An open connection ended by a TLS failure.
     pub const fn tls(failure: TlsFailure) -> CloseReason {
-        CloseReason::Error(failure.code())
+        CloseReason::Tls(failure)
     }
 
     /// The TLS failure this is, if it is one ([`CloseReason::tls`]).
     pub const fn tls_failure(&self) -> Option<TlsFailure> {
         match self {
-            CloseReason::Error(code) => TlsFailure::from_code(*code),
+            CloseReason::Tls(failure) => Some(*failure),
             _ => None,
         }
     }
@@ -178,7 +152,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_failure_round_trips_through_its_code() {
+    fn every_failure_has_its_own_code_and_variant() {
         let mut all = vec![
             TlsFailure::UnknownIssuer,
             TlsFailure::NameMismatch,
@@ -193,20 +167,22 @@ mod tests {
             TlsFailure::Protocol,
         ];
         all.extend((0..=255).map(TlsFailure::Alert));
+        let codes: std::collections::BTreeSet<i32> = all.iter().map(|f| f.code()).collect();
+        assert_eq!(codes.len(), all.len(), "two failures share a code");
+        assert!(codes.iter().all(|&c| c < TlsFailure::CODE_BASE));
         for f in all {
-            assert_eq!(TlsFailure::from_code(f.code()), Some(f), "{f:?}");
+            assert_eq!(ConnectError::tls(f), ConnectError::Tls(f));
             assert_eq!(ConnectError::tls(f).tls_failure(), Some(f));
             assert_eq!(CloseReason::tls(f).tls_failure(), Some(f));
         }
     }
 
     #[test]
-    fn os_codes_are_not_tls_failures() {
+    fn os_errors_are_not_tls_failures() {
         for code in [-1, 0, 1, 104, 111, i32::MAX, TlsFailure::CODE_BASE] {
-            assert_eq!(TlsFailure::from_code(code), None, "{code}");
+            assert_eq!(ConnectError::Other(code).tls_failure(), None, "{code}");
+            assert_eq!(CloseReason::Error(code).tls_failure(), None, "{code}");
         }
-        assert_eq!(TlsFailure::from_code(TlsFailure::CODE_BASE - 0x200), None);
-        assert_eq!(TlsFailure::from_code(i32::MIN), None);
         assert_eq!(ConnectError::Refused.tls_failure(), None);
         assert_eq!(CloseReason::Eof.tls_failure(), None);
     }

@@ -59,6 +59,9 @@ impl SocketEvent {
                     ConnectError::Unreachable => (4, 0),
                     ConnectError::AttemptTimeout => (5, 0),
                     ConnectError::Other(os) => (6, *os),
+                    // The code TLS failures had in the OS-error slot, so
+                    // traces hash as they did before TLS had a variant.
+                    ConnectError::Tls(f) => (6, f.code()),
                 };
                 h.write_u8(code);
                 h.write(&os.to_le_bytes());
