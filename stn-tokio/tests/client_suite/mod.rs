@@ -669,19 +669,8 @@ macro_rules! client_suite {
         $crate::client_suite!(@tests $h;
             happy_path, hints, host_name_endpoint, racing_bans_bad_endpoints, never_respond_times_out,
             reset_mid_response, garbage_response, oversize_length, response_judge, cancel_by_drop,
-            shutdown_in_flight, ten_thousand_long, mars_sample_short_link, mars_sample_long_link);
-        $crate::client_suite!(@ignored $h;
-            "stn writes a noop right behind the first request on a new long link; the fix is an engine change (see docs/mars-interop.md)";
+            shutdown_in_flight, ten_thousand_long, mars_sample_short_link, mars_sample_long_link,
             mars_no_noop_behind_a_request);
-    };
-    (@ignored $h:ty; $why:literal; $($name:ident),*) => {
-        $(
-            #[test]
-            #[ignore = $why]
-            fn $name() {
-                client_suite::run::<$h>(client_suite::$name::<$h>());
-            }
-        )*
     };
     (@tests $h:ty; $($name:ident),*) => {
         $(
