@@ -1039,7 +1039,11 @@ fn heartbeat_first_noop_3_5_min_after_connect_with_an_8_s_timeout() {
     let mut s = long_up(&mut h);
     let noops = |f: &[Frame]| f.iter().filter(|f| f.cmd_id == NOOP_CMD_ID).count();
     let first = s.frames(&h.log);
-    assert_eq!(noops(&first), 0, "no noop at connect (Mars: one interval later)");
+    assert_eq!(
+        noops(&first),
+        0,
+        "no noop at connect (Mars: one interval later)"
+    );
     for f in first {
         reply(&mut h, &s, f);
     }
