@@ -39,7 +39,8 @@
 //! assert_eq!(hb.poll_action(), Some(HeartbeatAction::SendNoop));
 //! assert_eq!(hb.poll_timeout(), Some(slot + Duration::from_secs(8)));
 //! hb.on_noop_response(slot + Duration::from_millis(80));
-//! assert_eq!(hb.poll_timeout(), Some(slot + Duration::from_millis(210_080)));
+//! // The next slot is one interval after the noop was written.
+//! assert_eq!(hb.poll_timeout(), Some(slot + Duration::from_secs(210)));
 //! ```
 
 use std::collections::VecDeque;
