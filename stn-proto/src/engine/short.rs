@@ -35,6 +35,7 @@ impl Engine {
         ) else {
             return false; // waiting for a resolve answer
         };
+        self.build_attempt_body(id, Channel::Short);
         if !self.pass_limits(now, id) {
             return true;
         }
