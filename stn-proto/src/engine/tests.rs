@@ -433,6 +433,16 @@ fn redo_tasks_restarts_a_running_attempt() {
     assert_eq!(h.outcome(id).map(|r| r.body), Ok(Bytes::from_static(b"ok")));
 }
 
+/// Connects `conn` and checks that the request written ends with `body`.
+fn assert_request_ends_with(h: &mut H, conn: ConnId, body: &[u8]) {
+    let a = h.ev(conn, ConnEvent::Connected);
+    let sent: Vec<u8> = sends(&a)
+        .into_iter()
+        .flat_map(|(_, b)| b.to_vec())
+        .collect();
+    assert!(sent.ends_with(body), "{:?}", String::from_utf8_lossy(&sent));
+}
+
 #[test]
 fn a_body_source_builds_each_attempts_body() {
     use crate::task::BodySource;
@@ -444,30 +454,12 @@ fn a_body_source_builds_each_attempts_body() {
         }));
     let id = h.submit(task);
     let (conn, _) = connects(&h.log)[0];
-    let a = h.ev(conn, ConnEvent::Connected);
-    let sent: Vec<u8> = sends(&a)
-        .into_iter()
-        .flat_map(|(_, b)| b.to_vec())
-        .collect();
-    assert!(
-        sent.ends_with(b"attempt 1"),
-        "{:?}",
-        String::from_utf8_lossy(&sent)
-    );
+    assert_request_ends_with(&mut h, conn, b"attempt 1");
     // The first attempt fails; the retry carries the body built for it.
     h.ev(conn, ConnEvent::Closed(crate::io::CloseReason::Eof));
     let a = h.advance(secs(2));
     let (conn, _) = connects(&a)[0];
-    let a = h.ev(conn, ConnEvent::Connected);
-    let sent: Vec<u8> = sends(&a)
-        .into_iter()
-        .flat_map(|(_, b)| b.to_vec())
-        .collect();
-    assert!(
-        sent.ends_with(b"attempt 2"),
-        "{:?}",
-        String::from_utf8_lossy(&sent)
-    );
+    assert_request_ends_with(&mut h, conn, b"attempt 2");
     h.ev(conn, ConnEvent::Received(ok_http("done")));
     assert!(h.outcome(id).is_ok());
 }
