@@ -15,11 +15,15 @@ use stn_proto::Profile;
 use stn_proto::Response;
 use stn_proto::Task;
 use stn_proto::{config::LongLinkEndpoints, Config, Engine, JudgeRequest, Verdict};
+use stn_proto::{LinkStatus, Report};
 
 use crate::clock::Clock;
 use crate::driver::{Command, Control, Driver, DriverParts, Judge};
 use crate::endpoint::{Endpoint, EndpointError};
 use crate::error::Error;
+use crate::events::{self, Events};
+use crate::history::HistoryError;
+use crate::hooks::{Identify, IdentifyRequest, IdentifyResponse};
 use crate::outcome::{Finished, Snapshot};
 use crate::pushes::{self, Pushes};
 use crate::runtime::Runtime;
@@ -67,10 +71,12 @@ pub struct Builder<R> {
     /// Endpoints that did not parse; `build()` reports the first.
     endpoint_errors: Vec<EndpointError>,
     edits: Vec<ConfigEdit>,
-    identify: IdentifyDecision,
+    identify: Identify,
+    identify_judge: Option<crate::hooks::IdentifyJudge>,
     judge: Option<Judge>,
     queue_capacity: usize,
     push_capacity: usize,
+    event_capacity: usize,
     push_bytes: usize,
     read_budget: usize,
     tls: Option<crate::tls::TlsOptions>,
@@ -83,6 +89,9 @@ pub struct Builder<R> {
 /// Mars profiles cap neither attempts nor bodies as tightly: set a budget to
 /// match your own caps.)
 pub const DEFAULT_READ_BUDGET: usize = 72 * 1024 * 1024;
+
+/// Default [`Builder::event_capacity`]: 1024 entries per [`Events`] stream.
+pub const DEFAULT_EVENT_CAPACITY: usize = 1024;
 
 /// Default [`Builder::push_buffer_bytes`]: 4 MiB per [`Pushes`] stream.
 pub const DEFAULT_PUSH_BYTES: usize = 4 * 1024 * 1024;
@@ -120,10 +129,12 @@ impl<R: Runtime> Builder<R> {
             long_ports: Vec::new(),
             endpoint_errors: Vec::new(),
             edits: Vec::new(),
-            identify: IdentifyDecision::Never,
+            identify: Identify::Fixed(IdentifyDecision::Never),
+            identify_judge: None,
             judge: None,
             queue_capacity: 1024,
             push_capacity: 256,
+            event_capacity: DEFAULT_EVENT_CAPACITY,
             push_bytes: DEFAULT_PUSH_BYTES,
             read_budget: DEFAULT_READ_BUDGET,
             tls: None,
@@ -275,13 +286,69 @@ impl<R: Runtime> Builder<R> {
         self
     }
 
-    /// Sends this identify packet when the long link asks (default: never).
+    /// Sends this identify packet on every new long-link connection, when
+    /// the link asks (default: never). For a packet built per connection
+    /// (rotating tokens) use [`identify_with`](Self::identify_with).
     #[must_use]
     pub fn identify(mut self, cmd_id: u32, body: impl Into<Bytes>) -> Self {
-        self.identify = IdentifyDecision::Now {
+        self.identify = Identify::Fixed(IdentifyDecision::Now {
             body: body.into(),
             cmd_id,
-        };
+        });
+        self
+    }
+
+    /// Builds the identify packet for each new long-link connection (Mars
+    /// `GetLongLinkIdentifyCheckBuffer`), called at the connection's first
+    /// noop slot: [`IdentifyDecision::Now`] sends a packet (seq
+    /// `0xFFFFFFFE`) instead of the noop, `Next` sends the noop and asks
+    /// again at the next slot (3.5 min), `Never` not on this connection.
+    /// It runs on the driver, so it should be quick; if it panics the
+    /// answer is `Next`. Replaces [`identify`](Self::identify).
+    ///
+    /// ```no_run
+    /// # fn demo<R: stn_driver::Runtime>(b: stn_driver::Builder<R>) -> stn_driver::Builder<R> {
+    /// use std::sync::{Arc, Mutex};
+    /// use stn_driver::proto::IdentifyDecision;
+    /// let token = Arc::new(Mutex::new(String::from("token-1")));
+    /// let current = token.clone();
+    /// b.identify_with(move |_conn| IdentifyDecision::Now {
+    ///     cmd_id: 9,
+    ///     body: current.lock().unwrap().clone().into(),
+    /// })
+    /// .identify_verdict(|answer| answer.body.starts_with(b"OK"))
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn identify_with(
+        mut self,
+        build: impl Fn(&IdentifyRequest) -> IdentifyDecision + Send + Sync + 'static,
+    ) -> Self {
+        self.identify = Identify::Build(Arc::new(build));
+        self
+    }
+
+    /// Judges the server's answer to the identify packet (Mars
+    /// `OnLongLinkIdentifyResponse`): `true` accepts it; `false` takes the
+    /// long link down, and the next connection identifies again (with a
+    /// packet from [`identify_with`](Self::identify_with) built anew). It
+    /// runs on the driver; if it panics the answer is rejected. Without a
+    /// verdict every answer is accepted.
+    #[must_use]
+    pub fn identify_verdict(
+        mut self,
+        verdict: impl Fn(&IdentifyResponse) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.identify_judge = Some(Arc::new(verdict));
+        self
+    }
+
+    /// Entries buffered per [`Client::reports`] and [`Client::link_status`]
+    /// stream (default [`DEFAULT_EVENT_CAPACITY`]); a full stream drops its
+    /// oldest entry and counts it in [`Events::lagged`].
+    #[must_use]
+    pub fn event_capacity(mut self, n: usize) -> Self {
+        self.event_capacity = n.max(1);
         self
     }
 
@@ -443,6 +510,7 @@ impl<R: Runtime> Builder<R> {
             control,
             read_budget: self.read_budget,
             identify: self.identify,
+            identify_judge: self.identify_judge,
             judge: self.judge,
             tls,
         });
@@ -454,6 +522,7 @@ impl<R: Runtime> Builder<R> {
                 next_ticket: AtomicU64::new(1),
                 push_capacity: self.push_capacity,
                 push_bytes: self.push_bytes,
+                event_capacity: self.event_capacity,
             }),
             _runtime: PhantomData,
         })
@@ -466,6 +535,7 @@ struct Shared {
     next_ticket: AtomicU64,
     push_capacity: usize,
     push_bytes: usize,
+    event_capacity: usize,
 }
 
 /// An stn client: sends tasks through the engine, over the runtime `R`.
@@ -648,6 +718,126 @@ impl<R> Client<R> {
     /// [judge](Builder::judge) sets it back to `false`. Starts `false`.
     pub fn set_authed(&self, authed: bool) {
         let _ = self.shared.control.try_send(Control::Authed(authed));
+    }
+
+    /// A stream of every attempt's profile from now on (Mars
+    /// `ReportTaskProfile`): the task, attempt number, link, endpoint,
+    /// connect time, time to first byte, bytes each way, hedges and how it
+    /// ended. Bounded ([`Builder::event_capacity`]): a stream read too
+    /// slowly drops its oldest reports and counts them in
+    /// [`Events::lagged`]. Ends once the client is shut down.
+    ///
+    /// ```no_run
+    /// # async fn demo<R: stn_driver::Runtime>(client: stn_driver::Client<R>) {
+    /// let mut reports = client.reports();
+    /// while let Some(r) = reports.next().await {
+    ///     println!("task {} attempt {} via {:?}: {:?}", r.task, r.attempt, r.endpoint, r.error);
+    /// }
+    /// # }
+    /// ```
+    pub fn reports(&self) -> Events<Report> {
+        let (sub, rx) = events::channel(self.shared.event_capacity);
+        let _ = self.shared.control.try_send(Control::SubscribeReports(sub));
+        rx
+    }
+
+    /// A stream of the long link's status changes from now on (connecting,
+    /// connected with its endpoint, disconnected), so an app need not poll
+    /// [`snapshot`](Self::snapshot). Bounded like [`reports`](Self::reports)
+    /// (drop-oldest, counted in [`Events::lagged`]). Ends once the client is
+    /// shut down.
+    ///
+    /// ```no_run
+    /// # async fn demo<R: stn_driver::Runtime>(client: stn_driver::Client<R>) {
+    /// use stn_driver::proto::LinkStatus;
+    /// let mut status = client.link_status();
+    /// while let Some(s) = status.next().await {
+    ///     if let LinkStatus::Connected { addr } = s {
+    ///         println!("long link up to {addr}");
+    ///     }
+    /// }
+    /// # }
+    /// ```
+    pub fn link_status(&self) -> Events<LinkStatus> {
+        let (sub, rx) = events::channel(self.shared.event_capacity);
+        let _ = self
+            .shared
+            .control
+            .try_send(Control::SubscribeLinkStatus(sub));
+        rx
+    }
+
+    /// The endpoint ban history in the engine's persist format, to store and
+    /// give to [`import_ban_history`](Self::import_ban_history) at the next
+    /// start (entries are stamped against the wall clock; bans themselves
+    /// are not kept, only each endpoint's record). `None` once shut down.
+    ///
+    /// ```no_run
+    /// # async fn demo<R: stn_driver::Runtime>(old: stn_driver::Client<R>, new: stn_driver::Client<R>) -> Result<(), Box<dyn std::error::Error>> {
+    /// if let Some(saved) = old.export_ban_history().await {
+    ///     std::fs::write("stn-history.bin", &saved)?;
+    /// }
+    /// let accepted = new.import_ban_history(std::fs::read("stn-history.bin")?).await?;
+    /// println!("{accepted} endpoint records restored");
+    /// # Ok(()) }
+    /// ```
+    pub async fn export_ban_history(&self) -> Option<Vec<u8>> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .control
+            .try_send(Control::ExportHistory(tx))
+            .ok()?;
+        rx.await.ok()
+    }
+
+    /// Loads history written by [`export_ban_history`](Self::export_ban_history)
+    /// (of this or an earlier client): records of the current network order
+    /// its candidates, others wait for their network. Returns how many
+    /// entries were accepted (expired ones are skipped).
+    ///
+    /// # Errors
+    ///
+    /// [`HistoryError::Import`] if the bytes are not a valid history
+    /// (nothing is imported), [`HistoryError::Shutdown`] after a shutdown.
+    pub async fn import_ban_history(
+        &self,
+        bytes: impl Into<Vec<u8>>,
+    ) -> Result<usize, HistoryError> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .control
+            .try_send(Control::ImportHistory(bytes.into(), tx))
+            .map_err(|_| HistoryError::Shutdown)?;
+        rx.await
+            .map_err(|_| HistoryError::Shutdown)?
+            .map_err(HistoryError::Import)
+    }
+
+    /// Redoes every task (Mars `RedoTasks`): resolved addresses are
+    /// forgotten, running short-link attempts are stopped and started again,
+    /// the long link reconnects and its tasks are redone, parked tasks are
+    /// replayed. An interrupted attempt is free under the stn profile and
+    /// uses a retry under the Mars ones
+    /// ([`Config::free_retry_on_network_change`](stn_proto::Config::free_retry_on_network_change)).
+    pub fn redo_tasks(&self) {
+        let _ = self.shared.control.try_send(Control::RedoTasks);
+    }
+
+    /// Ends every task the client holds now (Mars `ClearTasks`): each
+    /// pending [`send`](Self::send) ends once, with
+    /// [`Error::Task`]`(`[`Cancelled`](stn_proto::Error::Cancelled)`)`.
+    /// Tasks sent after this call are not affected.
+    pub fn clear_tasks(&self) {
+        let _ = self.shared.control.try_send(Control::ClearTasks);
+    }
+
+    /// Connects the long link now if it is down (Mars
+    /// `MakesureLonglinkConnected`), without waiting for a task to need it;
+    /// its monitor still spaces connects after a failure. Nothing happens
+    /// if it is up or connecting. Watch [`link_status`](Self::link_status)
+    /// for the result.
+    pub fn make_sure_long_link_connected(&self) {
+        let _ = self.shared.control.try_send(Control::MakeSureLongLink);
     }
 
     /// A debug snapshot of the driver and engine (`None` once shut down).

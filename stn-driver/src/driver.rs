@@ -30,7 +30,7 @@ use bytes::Bytes;
 use futures_channel::oneshot;
 use futures_core::Stream;
 use stn_proto::Error as ProtoError;
-use stn_proto::IdentifyDecision;
+use stn_proto::ImportError;
 use stn_proto::NetworkKind;
 use stn_proto::{ConnEvent, ConnId, IoAction};
 use stn_proto::{Engine, Event, Input, JudgeRequest, LinkStatus, Output, Report, Verdict};
@@ -39,6 +39,10 @@ use stn_proto::{Task, TaskId};
 use crate::clock::Clock;
 use crate::conn::{Conn, Step, TlsPlan, READ_CHUNK};
 use crate::error::{Causes, Error};
+use crate::events::{Publisher, Subscription};
+use crate::hooks::{
+    guard_body_source, identify_accepted, Identify, IdentifyJudge, IdentifyResponse,
+};
 use crate::outcome::{EndpointState, Finished, Push, Snapshot};
 use crate::pushes::{Offer, Subscriber};
 use crate::ready::{ReadySet, Token, TokenWaker};
@@ -72,6 +76,13 @@ pub(crate) enum Control {
     Foreground(bool),
     Authed(bool),
     Subscribe(Subscriber),
+    SubscribeReports(Subscription<Report>),
+    SubscribeLinkStatus(Subscription<LinkStatus>),
+    ExportHistory(oneshot::Sender<Vec<u8>>),
+    ImportHistory(Vec<u8>, oneshot::Sender<Result<usize, ImportError>>),
+    RedoTasks,
+    ClearTasks,
+    MakeSureLongLink,
     Snapshot(oneshot::Sender<Snapshot>),
     Shutdown(oneshot::Sender<()>),
 }
@@ -127,7 +138,10 @@ pub(crate) struct Driver {
     tickets: BTreeMap<u64, TaskId>,
     subscribers: Vec<Subscriber>,
     pushes_dropped: u64,
-    identify: IdentifyDecision,
+    reports: Publisher<Report>,
+    link_status: Publisher<LinkStatus>,
+    identify: Identify,
+    identify_judge: Option<IdentifyJudge>,
     judge: Option<Judge>,
     endpoints: BTreeSet<SocketAddr>,
     long_link: Option<LinkStatus>,
@@ -151,7 +165,8 @@ pub(crate) struct DriverParts {
     pub(crate) commands: Receiver<Command>,
     pub(crate) control: Receiver<Control>,
     pub(crate) read_budget: usize,
-    pub(crate) identify: IdentifyDecision,
+    pub(crate) identify: Identify,
+    pub(crate) identify_judge: Option<IdentifyJudge>,
     pub(crate) judge: Option<Judge>,
     pub(crate) tls: Option<ClientTls>,
 }
@@ -180,7 +195,10 @@ impl Driver {
             tickets: BTreeMap::new(),
             subscribers: Vec::new(),
             pushes_dropped: 0,
+            reports: Publisher::default(),
+            link_status: Publisher::default(),
             identify: parts.identify,
+            identify_judge: parts.identify_judge,
             judge: parts.judge,
             endpoints: BTreeSet::new(),
             long_link: None,
@@ -321,18 +339,30 @@ impl Driver {
                 }
             }
             Output::Event(Event::AskIdentify) => {
+                let decision = self.identify.decide(self.long_link_addr());
                 let now = self.now();
-                self.engine.identify_answer(now, self.identify.clone());
+                self.engine.identify_answer(now, decision);
             }
             Output::Event(Event::IdentifyResponse { cmd_id, body }) => {
-                tracing::debug!(target: TRACE_TARGET, cmd_id, len = body.len(), "identify response");
+                let response = IdentifyResponse {
+                    cmd_id,
+                    body,
+                    addr: self.long_link_addr(),
+                };
+                let accepted = identify_accepted(self.identify_judge.as_ref(), &response);
+                tracing::debug!(target: TRACE_TARGET, cmd_id, len = response.body.len(), accepted, "identify response");
+                let now = self.now();
+                self.engine.identify_verdict(now, accepted);
             }
             Output::Event(Event::Judge(request)) => {
                 let verdict = self.judge_response(&request);
                 let now = self.now();
                 self.engine.judge(now, request.id, verdict);
             }
-            Output::Event(Event::Report(report)) => self.report(&report),
+            Output::Event(Event::Report(report)) => {
+                self.report(&report);
+                self.reports.publish(&report);
+            }
             Output::Event(Event::LongLink(status)) => {
                 match &status {
                     LinkStatus::Connected { addr } => {
@@ -348,11 +378,20 @@ impl Driver {
                     _ => tracing::debug!(target: TRACE_TARGET, ?status, "long link"),
                 }
                 self.long_link = Some(status);
+                self.link_status.publish(&status);
             }
             // Outputs added after this driver was written: nothing to do.
             _ => {}
         }
     }
+    /// The long link's endpoint, if it is up.
+    fn long_link_addr(&self) -> Option<SocketAddr> {
+        match self.long_link {
+            Some(LinkStatus::Connected { addr }) => Some(addr),
+            _ => None,
+        }
+    }
+
     /// The handshake a connection to `addr` runs, if the client has TLS.
     fn tls_plan(&self, addr: SocketAddr) -> Option<TlsPlan> {
         let tls = self.tls.as_ref()?;
@@ -446,6 +485,7 @@ impl Driver {
                 if self.judge.is_some() {
                     task.judge = true;
                 }
+                guard_body_source(&mut task);
                 let (cmd_id, channel) = (task.cmd_id, task.channel);
                 let cgi_span = tracing::enabled!(target: TRACE_TARGET, tracing::Level::DEBUG)
                     .then(|| task.cgi.clone());
@@ -497,6 +537,32 @@ impl Driver {
             Control::Foreground(fg) => self.engine.set_foreground(now, fg),
             Control::Authed(authed) => self.engine.set_authed(now, authed),
             Control::Subscribe(sub) => self.subscribers.push(sub),
+            Control::SubscribeReports(sub) => self.reports.add(sub),
+            Control::SubscribeLinkStatus(sub) => {
+                self.link_status.add(sub);
+            }
+            Control::ExportHistory(tx) => {
+                let bytes = self
+                    .engine
+                    .endpoint_history()
+                    .export(crate::history::wall_clock_secs());
+                let _ = tx.send(bytes);
+            }
+            Control::ImportHistory(bytes, tx) => {
+                let result = self.engine.endpoint_history_mut().import(
+                    &bytes,
+                    crate::history::wall_clock_secs(),
+                    now,
+                );
+                tracing::debug!(target: TRACE_TARGET, ?result, "ban history imported");
+                let _ = tx.send(result);
+            }
+            Control::RedoTasks => self.engine.redo_tasks(now),
+            Control::ClearTasks => {
+                let n = self.engine.clear_tasks(now);
+                tracing::debug!(target: TRACE_TARGET, tasks = n, "tasks cleared");
+            }
+            Control::MakeSureLongLink => self.engine.make_sure_long_link_connected(now),
             Control::Snapshot(tx) => {
                 let _ = tx.send(self.snapshot(now));
             }
@@ -702,6 +768,8 @@ impl Driver {
         self.lookups.clear();
         self.held = 0;
         self.subscribers.clear();
+        self.reports.close();
+        self.link_status.close();
         self.commands.close();
         while let Ok(Command::Submit { reply, .. }) = self.commands.try_recv() {
             let _ = reply.send(Finished {

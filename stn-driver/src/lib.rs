@@ -18,7 +18,16 @@
 //! its [`Response`](stn_proto::Response); a stream of server
 //! [`pushes`](Client::pushes); an optional response [`judge`](Builder::judge)
 //! (Mars `Buf2Resp`); network, foreground and authentication hints;
-//! [`shutdown`](Client::shutdown). Every `send` resolves exactly once: with
+//! [`shutdown`](Client::shutdown). Mars's other app hooks (`docs/hooks.md`
+//! maps each one): a body built per attempt
+//! ([`BodySource`](stn_proto::BodySource), Req2Buf), identify per
+//! connection with the app's verdict ([`Builder::identify_with`],
+//! [`Builder::identify_verdict`]), bounded streams of per-attempt
+//! [`reports`](Client::reports) and [`link_status`](Client::link_status)
+//! changes, ban-history [export](Client::export_ban_history) and
+//! [import](Client::import_ban_history), and runtime controls
+//! ([`redo_tasks`](Client::redo_tasks), [`clear_tasks`](Client::clear_tasks),
+//! [`make_sure_long_link_connected`](Client::make_sure_long_link_connected)). Every `send` resolves exactly once: with
 //! the task's outcome, or [`Error::Shutdown`] if the client stops first (even
 //! if the driver task is dropped without a shutdown).
 //!
@@ -68,17 +77,25 @@ mod conn;
 mod driver;
 mod endpoint;
 mod error;
+mod events;
+mod history;
+mod hooks;
 mod outcome;
 mod pushes;
 mod ready;
 mod runtime;
 pub mod tls;
 
-pub use client::{BuildError, Builder, Client, DEFAULT_PUSH_BYTES, DEFAULT_READ_BUDGET};
+pub use client::{
+    BuildError, Builder, Client, DEFAULT_EVENT_CAPACITY, DEFAULT_PUSH_BYTES, DEFAULT_READ_BUDGET,
+};
 pub use clock::Clock;
 pub use conn::{close_reason, connect_error, READ_CHUNK};
 pub use endpoint::{Endpoint, EndpointError};
 pub use error::Error;
+pub use events::Events;
+pub use history::HistoryError;
+pub use hooks::{IdentifyRequest, IdentifyResponse};
 pub use outcome::{EndpointState, Finished, Push, Snapshot};
 pub use pushes::Pushes;
 pub use runtime::{AsyncStream, AsyncTimer, BoxFuture, Runtime};

@@ -195,12 +195,14 @@ use crate::timeout::{
     TimeoutKind as AttemptTimeoutKind,
 };
 
+mod body;
 mod candidates;
 mod conns;
 // The invariant checker of the proptest and the `engine_ops` fuzz target.
 #[cfg(any(test, fuzzing))]
 pub(crate) mod check;
 mod config;
+mod controls;
 mod hedge;
 mod judge;
 mod long;
@@ -301,6 +303,9 @@ struct Entry {
     last_error: Option<Error>,
     /// The once-per-task free retry after a session timeout is used.
     session_retry_used: bool,
+    /// The attempt [`Task::body`] was last built for by its
+    /// [`Task::body_source`] (0: never).
+    body_attempt: u32,
 }
 
 impl Entry {
@@ -579,6 +584,7 @@ impl Engine {
             stage: Stage::Queued,
             last_error: None,
             session_retry_used: false,
+            body_attempt: 0,
         };
         self.tasks.insert(id, entry);
         self.deadlines.set(id, Some(deadline));
@@ -631,20 +637,7 @@ impl Engine {
         self.long_wants_connect = false;
         // Mars clears the socket pool on a network change.
         self.pool_clear();
-        // Redo running attempts.
-        let running: Vec<TaskId> = self
-            .tasks
-            .iter()
-            .filter(|(_, e)| e.running_on(Link::Short).is_some())
-            .map(|(id, _)| *id)
-            .collect();
-        for id in running {
-            if let Some(Stopped::Running(attempt)) = self.stop_attempt(now, id) {
-                let error = LocalError::Interrupted.into();
-                let report = self.bare_report(id, attempt, now, &error);
-                self.attempt_failed(now, id, error, Channel::Short, report);
-            }
-        }
+        self.redo_short_attempts(now);
         if let Some(long) = self.long.as_mut() {
             long.on_network_change(now);
         }

@@ -13,10 +13,16 @@ fn heartbeat() {
     hb.handle_timeout(t0); // the first slot is due at connect
     assert_eq!(hb.poll_action(), Some(HeartbeatAction::AskIdentify));
     hb.identify_answer(t0, IdentifyDecision::Never);
+    // No noop at connect (Mars): the first one is one interval later.
+    assert_eq!(hb.poll_action(), None);
+    let slot = t0 + Duration::from_secs(210);
+    assert_eq!(hb.poll_timeout(), Some(slot));
+    hb.handle_timeout(slot);
     assert_eq!(hb.poll_action(), Some(HeartbeatAction::SendNoop));
-    assert_eq!(hb.poll_timeout(), Some(t0 + Duration::from_secs(8)));
-    hb.on_noop_response(t0 + Duration::from_millis(80));
-    assert_eq!(hb.poll_timeout(), Some(t0 + Duration::from_secs(210)));
+    assert_eq!(hb.poll_timeout(), Some(slot + Duration::from_secs(8)));
+    hb.on_noop_response(slot + Duration::from_millis(80));
+    // The next slot is one interval after the noop was written.
+    assert_eq!(hb.poll_timeout(), Some(slot + Duration::from_secs(210)));
 }
 
 #[test]
@@ -74,11 +80,8 @@ fn long_link() {
     // First noop slot: the app is asked for an identify packet.
     assert_eq!(events.last(), Some(&LongLinkEvent::AskIdentify));
     link.identify_answer(t0, IdentifyDecision::Never);
-    // ... so a plain noop goes out instead.
-    assert!(matches!(
-        link.poll_event(),
-        Some(LongLinkEvent::Io(IoAction::Send { .. }))
-    ));
+    // ... and, as in Mars, the first noop waits one interval (3.5 min).
+    assert_eq!(link.poll_event(), None);
     assert!(link.is_connected());
 }
 

@@ -3,11 +3,17 @@
 //! §5.3 and §5.4).
 //!
 //! One [`Heartbeat`] lives as long as one connection. Its first slot is due
-//! right after connect, then every `interval` (3.5 min), re-armed by every
+//! right after connect (where it only asks for identify), then every
+//! `interval` (3.5 min), re-armed by every
 //! write. At a slot it sends a noop if the send queue is empty and waits
 //! `response_timeout` for the answer; a missing answer is
 //! [`HeartbeatAction::Timeout`] and the caller disconnects. At the first slot
-//! it asks the app whether to send an identify (auth) packet instead.
+//! it asks the app whether to send an identify (auth) packet instead. A
+//! plain answer ("no identify") sends a noop, except at the first slot (the
+//! connect: Mars's first noop comes one interval later) and after a write
+//! made while the app was deciding (that write re-armed the slot): stn never
+//! writes a noop right behind or just before a request, which a peer reading
+//! one frame per read (the Mars sample proxy) would drop.
 //!
 //! The frames themselves (noop cmdid 6, seq [`NOOP_SEQ`]; identify seq
 //! [`IDENTIFY_SEQ`]) are built by the caller's codec; this machine only says
@@ -165,6 +171,15 @@ pub(crate) struct Heartbeat {
     identify: IdentifyState,
     /// Whether the slot that asked for identify ended a "late" interval.
     ask_late: bool,
+    /// Something was written since the slot that asked for identify: that
+    /// write re-armed the slot, so a plain answer sends no noop (Mars never
+    /// writes a noop right behind a request; a peer reading one frame per
+    /// read would drop it).
+    written_since_ask: bool,
+    /// The outstanding ask is the connection's first (at connect). Mars's
+    /// first noop comes one interval after connect, so a plain answer to it
+    /// sends none: the first frame on a new link is the app's.
+    ask_at_connect: bool,
     queue_empty: bool,
     rtt: Option<Duration>,
     dead: bool,
@@ -187,6 +202,8 @@ impl Heartbeat {
             pending: None,
             identify: IdentifyState::NotAsked,
             ask_late: false,
+            written_since_ask: false,
+            ask_at_connect: false,
             queue_empty: true,
             rtt: None,
             dead: false,
@@ -213,6 +230,7 @@ impl Heartbeat {
         let now = self.clock.observe(now);
         if !self.dead {
             self.arm_slot(now);
+            self.written_since_ask = true;
         }
         self.refresh(now);
     }
@@ -266,7 +284,7 @@ impl Heartbeat {
                     } else {
                         IdentifyState::Never
                     };
-                    if self.pending.is_none() {
+                    if self.pending.is_none() && !self.written_since_ask && !self.ask_at_connect {
                         self.send_noop(now, late);
                     }
                 }
@@ -368,8 +386,10 @@ impl Heartbeat {
             }
             match self.identify {
                 IdentifyState::NotAsked | IdentifyState::Next => {
+                    self.ask_at_connect = self.identify == IdentifyState::NotAsked;
                     self.identify = IdentifyState::Asking;
                     self.ask_late = late;
+                    self.written_since_ask = false;
                     self.actions.push_back(HeartbeatAction::AskIdentify);
                 }
                 // While the app is deciding, keep the link probed.
@@ -401,19 +421,26 @@ mod tests {
 
     use HeartbeatAction::{AskIdentify, SendNoop};
 
-    /// A Mars heartbeat at `t0` whose app declined identify for good.
+    /// A Mars heartbeat connected at `t0` whose app declined identify for
+    /// good, with a noop just sent at `t0`.
     fn mars_never(t0: Instant) -> Heartbeat {
         let mut h = Heartbeat::new(t0, HeartbeatConfig::for_profile(Profile::Mars));
         assert_eq!(h.poll_timeout(), Some(t0));
         h.handle_timeout(t0);
         assert_eq!(drain(&mut h), vec![AskIdentify]);
         h.identify_answer(t0, IdentifyDecision::Never);
+        assert_eq!(drain(&mut h), vec![], "no noop at connect (Mars)");
+        assert_eq!(h.poll_timeout(), Some(t0 + Duration::from_secs(210)));
+        // The first slot, one interval later, brought forward to t0 so the
+        // times below read from it.
+        h.next_slot = t0;
+        h.handle_timeout(t0);
         assert_eq!(drain(&mut h), vec![SendNoop]);
         h
     }
 
     #[test]
-    fn noop_at_connect_then_every_interval() {
+    fn noop_at_a_slot_then_every_interval() {
         let mut h = mars_never(t(100));
         assert_eq!(h.poll_timeout(), Some(t(108)));
         h.on_noop_response(t(101));
@@ -440,6 +467,19 @@ mod tests {
         h.handle_timeout(t(310));
         assert_eq!(drain(&mut h), vec![]);
         h.handle_timeout(t(510));
+        assert_eq!(drain(&mut h), vec![SendNoop]);
+    }
+
+    #[test]
+    fn no_noop_right_behind_a_write_made_while_asking() {
+        let mut h = Heartbeat::new(t(0), HeartbeatConfig::for_profile(Profile::Mars));
+        h.handle_timeout(t(0));
+        assert_eq!(drain(&mut h), vec![AskIdentify]);
+        h.on_write(t(0));
+        h.identify_answer(t(0), IdentifyDecision::Never);
+        assert_eq!(drain(&mut h), vec![], "the request re-armed the slot");
+        assert_eq!(h.poll_timeout(), Some(t(210)), "and no response timeout");
+        h.handle_timeout(t(210));
         assert_eq!(drain(&mut h), vec![SendNoop]);
     }
 
@@ -570,8 +610,7 @@ mod tests {
         h.handle_timeout(t(0));
         assert_eq!(drain(&mut h), vec![AskIdentify]);
         h.identify_answer(t(0), IdentifyDecision::Next);
-        assert_eq!(drain(&mut h), vec![SendNoop]);
-        h.on_noop_response(t(1));
+        assert_eq!(drain(&mut h), vec![], "no noop at connect");
         h.handle_timeout(t(210));
         assert_eq!(drain(&mut h), vec![AskIdentify]);
         h.identify_answer(t(210), IdentifyDecision::Never);
@@ -656,10 +695,12 @@ mod tests {
         assert_eq!(drain(&mut h), vec![AskIdentify]);
         h.set_rtt(Duration::from_millis(100));
         h.identify_answer(t(0), IdentifyDecision::Never);
+        assert_eq!(drain(&mut h), vec![], "no noop at connect");
+        h.handle_timeout(t(210));
         assert_eq!(drain(&mut h), vec![SendNoop]);
-        assert_eq!(h.poll_timeout(), Some(t(3)));
-        h.on_noop_response(t(1));
-        assert_eq!(h.poll_timeout(), Some(t(210)));
+        assert_eq!(h.poll_timeout(), Some(t(213)));
+        h.on_noop_response(t(211));
+        assert_eq!(h.poll_timeout(), Some(t(420)));
     }
 
     #[derive(Clone, Debug)]

@@ -125,7 +125,7 @@ pub use error::{
     DnsError, Error, ErrorFamily, LimitKind, LocalError, Outcome, ProtocolError, Response,
     SocketError, TimeoutKind,
 };
-pub use task::{Channel, ChannelStrategy, Task, TaskError, TaskId};
+pub use task::{BodyRequest, BodySource, Channel, ChannelStrategy, Task, TaskError, TaskId};
 // The adapter's side: sockets, the network, time.
 pub use io::{CloseReason, ConnEvent, ConnId, IoAction};
 pub use net::{ConnectError, NetworkKind};

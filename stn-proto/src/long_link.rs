@@ -44,10 +44,11 @@
 //! # Heartbeat and identify
 //!
 //! The [`Heartbeat`] machine decides; this link writes the frames. At connect
-//! the first slot asks the app ([`LongLinkEvent::AskIdentify`]); the noop (or
-//! identify packet) goes out when the app answers with
-//! [`LongLink::identify_answer`] — an app that never answers still gets a
-//! noop at the next slot. Every task write re-arms the 3.5 min interval. The
+//! the first slot asks the app ([`LongLinkEvent::AskIdentify`]); the identify
+//! packet goes out when the app answers with [`LongLink::identify_answer`].
+//! The first noop comes at the next slot, one interval after connect, as in
+//! Mars (an app that never answers gets it too): stn never writes a noop
+//! right behind or before the first request on a new link. Every task write re-arms the 3.5 min interval. The
 //! connect time is given to the heartbeat as its RTT (stn scales the noop
 //! timeout from it). A received identify response completes identify for the
 //! connection and is handed to the app as [`LongLinkEvent::IdentifyResponse`].

@@ -12,6 +12,9 @@ use bytes::Bytes;
 
 use crate::time::Duration;
 
+mod body_source;
+pub use body_source::{BodyRequest, BodySource};
+
 /// Highest accepted [`Task::priority`] value (lowest urgency). Mars: 0 ..= 5.
 pub(crate) const MAX_PRIORITY: u8 = 5;
 /// Default priority, Mars's `kTaskPriorityNormal`.
@@ -368,6 +371,9 @@ pub struct Task {
     /// ([`HedgePolicy`](crate::engine::HedgePolicy), stn profile)? Default
     /// true; set false for a request the server must not see twice.
     pub hedge: bool,
+    /// Builds the body anew for every attempt (Mars `Req2Buf`), replacing
+    /// [`body`](Self::body); `None` (the default) sends `body` every time.
+    pub body_source: Option<BodySource>,
 }
 
 impl Task {
@@ -396,6 +402,7 @@ impl Task {
             user_tag: 0,
             judge: false,
             hedge: true,
+            body_source: None,
         }
     }
 
@@ -424,6 +431,13 @@ impl Task {
     #[must_use]
     pub fn body(mut self, body: impl Into<Bytes>) -> Self {
         self.body = body.into();
+        self
+    }
+
+    /// Sets [`Task::body_source`]: the body is built for each attempt.
+    #[must_use]
+    pub fn body_source(mut self, source: BodySource) -> Self {
+        self.body_source = Some(source);
         self
     }
 

@@ -18,6 +18,7 @@ use super::{Attempt, Engine, Entry, Event, Link, LinkStatus, Report, Stage};
 impl Engine {
     /// Sends a task on the (connected) long link.
     pub(super) fn start_long(&mut self, now: Instant, id: TaskId) -> bool {
+        self.build_attempt_body(id, Channel::Long);
         if !self.pass_limits(now, id) {
             return true;
         }

@@ -45,6 +45,7 @@ impl Engine {
         let Some(candidates) = self.candidates(now, &sources, self.config.max_candidates) else {
             return false; // waiting for a resolve answer
         };
+        self.build_attempt_body(id, Channel::Short);
         if !self.pass_limits(now, id) {
             return true;
         }

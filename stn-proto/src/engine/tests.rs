@@ -392,6 +392,78 @@ fn shutdown_ends_every_task_with_shutdown() {
     assert_eq!(h.e.poll_timeout(), None);
 }
 
+#[test]
+fn clear_tasks_ends_every_task_once_as_cancelled() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let a = h.submit(short_task("a"));
+    let b = h.submit(short_task("b"));
+    let (conn, _) = connects(&h.log)[0];
+    h.ev(conn, ConnEvent::Connected);
+    assert_eq!(h.e.clear_tasks(h.now), 2);
+    let acts = h.drain();
+    assert!(closes(&acts).contains(&conn));
+    assert_eq!(h.outcome(a), Err(Error::Cancelled));
+    assert_eq!(h.outcome(b), Err(Error::Cancelled));
+    assert_eq!(h.e.task_count(), 0);
+    // The engine still takes tasks.
+    assert_eq!(h.e.clear_tasks(h.now), 0);
+    let c = h.submit(short_task("c"));
+    assert!(h.e.has_task(c));
+}
+
+#[test]
+fn redo_tasks_restarts_a_running_attempt() {
+    let mut h = H::new(short_cfg(Profile::Stn));
+    let id = h.submit(short_task("x"));
+    let (first, _) = connects(&h.log)[0];
+    h.ev(first, ConnEvent::Connected);
+    let before = connects(&h.log).len();
+    h.e.redo_tasks(h.now);
+    let acts = h.drain();
+    assert!(closes(&acts).contains(&first), "{acts:?}");
+    assert_eq!(
+        h.reports(id)[0].error,
+        Some(Error::Local(LocalError::Interrupted))
+    );
+    h.advance(ms(1));
+    let again = connects(&h.log);
+    assert!(again.len() > before, "a new attempt connects");
+    let (second, _) = again[again.len() - 1];
+    serve_short(&mut h, second, "ok");
+    assert_eq!(h.outcome(id).map(|r| r.body), Ok(Bytes::from_static(b"ok")));
+}
+
+/// Connects `conn` and checks that the request written ends with `body`.
+fn assert_request_ends_with(h: &mut H, conn: ConnId, body: &[u8]) {
+    let a = h.ev(conn, ConnEvent::Connected);
+    let sent: Vec<u8> = sends(&a)
+        .into_iter()
+        .flat_map(|(_, b)| b.to_vec())
+        .collect();
+    assert!(sent.ends_with(body), "{:?}", String::from_utf8_lossy(&sent));
+}
+
+#[test]
+fn a_body_source_builds_each_attempts_body() {
+    use crate::task::BodySource;
+    let mut h = H::new(short_cfg(Profile::Mars));
+    let task = short_task("fixed")
+        .retry_count(1)
+        .body_source(BodySource::new(|req| {
+            Bytes::from(format!("attempt {}", req.attempt))
+        }));
+    let id = h.submit(task);
+    let (conn, _) = connects(&h.log)[0];
+    assert_request_ends_with(&mut h, conn, b"attempt 1");
+    // The first attempt fails; the retry carries the body built for it.
+    h.ev(conn, ConnEvent::Closed(crate::io::CloseReason::Eof));
+    let a = h.advance(secs(2));
+    let (conn, _) = connects(&a)[0];
+    assert_request_ends_with(&mut h, conn, b"attempt 2");
+    h.ev(conn, ConnEvent::Received(ok_http("done")));
+    assert!(h.outcome(id).is_ok());
+}
+
 // ------------------------------------------------------------ short link ----
 
 #[test]
@@ -649,8 +721,8 @@ fn long_link_pipelines_tasks_matches_by_seq_and_surfaces_pushes() {
     let mut s = long_up(&mut h);
     let noop = s.frames(&h.log);
     assert!(
-        noop.iter().any(|f| f.cmd_id == NOOP_CMD_ID),
-        "noop at connect"
+        noop.iter().all(|f| f.cmd_id != NOOP_CMD_ID),
+        "no noop at connect"
     );
     let ids: Vec<TaskId> = (0..5)
         .map(|i| h.submit(Task::new(100 + i, "", "req").channel(Channel::Long)))
@@ -1169,12 +1241,16 @@ fn same_inputs_same_actions() {
 // ---------------------------------------------- heartbeat, monitor, identify ----
 
 #[test]
-fn heartbeat_noop_at_connect_and_every_3_5_min_with_an_8_s_timeout() {
+fn heartbeat_first_noop_3_5_min_after_connect_with_an_8_s_timeout() {
     let mut h = H::new(long_cfg(Profile::Mars));
     let mut s = long_up(&mut h);
     let noops = |f: &[Frame]| f.iter().filter(|f| f.cmd_id == NOOP_CMD_ID).count();
     let first = s.frames(&h.log);
-    assert_eq!(noops(&first), 1, "noop at connect");
+    assert_eq!(
+        noops(&first),
+        0,
+        "no noop at connect (Mars: one interval later)"
+    );
     for f in first {
         reply(&mut h, &s, f);
     }

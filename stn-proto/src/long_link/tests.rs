@@ -184,14 +184,21 @@ fn connect_then_noop_exchange_with_exact_bytes() {
                 connect_time: ms(50),
             },
             LongLinkEvent::AskIdentify,
-            send_of(conn, Bytes::from_static(noop)),
         ]
     );
     assert_eq!(h.link.state(), LinkState::Connected);
     assert_eq!(h.link.endpoint(), Some(addr(1)));
+    // No noop at connect (Mars): the first goes out one interval later.
+    let t1 = t0 + ms(50);
+    assert_eq!(h.link.poll_timeout(), Some(t1 + ms(210_000)));
+    assert!(h.at(t1 + ms(209_999)).is_empty());
+    assert_eq!(
+        h.at(t1 + ms(210_000)),
+        vec![send_of(conn, Bytes::from_static(noop))]
+    );
     // stn: the noop response is due 6 × RTT (the 50 ms connect), at least
     // 3 s, after the write (Mars: 8 s, below).
-    let t1 = t0 + ms(50);
+    let t1 = t1 + ms(210_000);
     assert_eq!(h.link.poll_timeout(), Some(t1 + secs(3)));
     h.now = t1 + ms(30);
     assert!(h.recv(conn, noop_bytes()).is_empty());
@@ -213,8 +220,11 @@ fn connect_then_noop_exchange_with_exact_bytes() {
     assert_eq!(h.link.poll_timeout(), Some(t2 + ms(210_000)));
 
     let mut h = H::new(config(Profile::Mars));
-    let (_, _) = h.connected();
-    assert_eq!(h.link.poll_timeout(), Some(h.now + secs(8)));
+    let (conn, _) = h.connected();
+    let slot = h.now + secs(210);
+    assert_eq!(h.link.poll_timeout(), Some(slot));
+    assert_eq!(h.at(slot), vec![send_of(conn, noop_bytes())]);
+    assert_eq!(h.link.poll_timeout(), Some(slot + secs(8)));
 }
 
 #[test]
@@ -279,9 +289,8 @@ fn identify_next_asks_again_at_the_next_slot() {
     let mut h = H::with_identify(config(Profile::Stn), true);
     let (conn, _) = h.connected();
     h.link.identify_answer(h.now, IdentifyDecision::Next);
-    assert_eq!(h.drain(), vec![send_of(conn, noop_bytes())]);
+    assert_eq!(h.drain(), vec![], "no noop at connect");
     let sent = h.now;
-    assert!(h.recv(conn, noop_bytes()).is_empty());
     assert_eq!(h.at(sent + ms(210_000)), vec![LongLinkEvent::AskIdentify]);
     h.link.identify_answer(h.now, IdentifyDecision::Never);
     assert_eq!(h.drain(), vec![send_of(conn, noop_bytes())]);
@@ -295,7 +304,9 @@ fn identify_never_sends_noops_only_and_a_silent_app_still_gets_noops() {
     let mut h = H::with_identify(config(Profile::Stn), true);
     let (conn, _) = h.connected();
     h.link.identify_answer(h.now, IdentifyDecision::Never);
-    assert_eq!(h.drain(), vec![send_of(conn, noop_bytes())]);
+    assert_eq!(h.drain(), vec![], "the first noop is one interval later");
+    let at = h.now + ms(210_000);
+    assert_eq!(h.at(at), vec![send_of(conn, noop_bytes())]);
 
     // A silent app: the link is still probed at the next slot.
     let mut h = H::with_identify(config(Profile::Stn), true);
@@ -631,6 +642,8 @@ fn task_deadline_fails_one_task_under_stn_and_the_batch_under_mars() {
 fn heartbeat_timeout_disconnects() {
     let mut h = H::new(config(Profile::Stn));
     let (conn, _) = h.connected();
+    // The first noop goes out one interval after connect (Mars).
+    h.advance(secs(210));
     let slow = ExchangeTimeouts {
         first_packet: secs(20),
         read_write: secs(30),

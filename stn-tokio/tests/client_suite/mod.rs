@@ -34,9 +34,15 @@ use stn_driver::proto::{Error as ProtoError, ErrorFamily, ProtocolError, Timeout
 use stn_driver::{BoxFuture, Builder, Client, Error, Runtime};
 use stn_tokio::server::{Fault, Server, ServerConfig, ServerHandle, Stats};
 
+mod hooks;
 mod mars;
 #[path = "../mars_sample/mod.rs"]
 mod mars_sample;
+#[allow(unused_imports)] // used by client_suite!, not by every binary
+pub(crate) use hooks::{
+    hook_ban_history, hook_body_per_attempt, hook_clear_and_redo,
+    hook_identify_rotates_and_rejects, hook_reports_stream,
+};
 #[allow(unused_imports)] // used by client_suite!, not by every binary
 pub(crate) use mars::{
     mars_no_noop_behind_a_request, mars_sample_long_link, mars_sample_short_link,
@@ -672,19 +678,9 @@ macro_rules! client_suite {
         $crate::client_suite!(@tests $h;
             happy_path, hints, host_name_endpoint, racing_bans_bad_endpoints, never_respond_times_out,
             reset_mid_response, garbage_response, oversize_length, response_judge, cancel_by_drop,
-            shutdown_in_flight, ten_thousand_long, mars_sample_short_link, mars_sample_long_link);
-        $crate::client_suite!(@ignored $h;
-            "stn writes a noop right behind the first request on a new long link; the fix is an engine change (see docs/mars-interop.md)";
-            mars_no_noop_behind_a_request);
-    };
-    (@ignored $h:ty; $why:literal; $($name:ident),*) => {
-        $(
-            #[test]
-            #[ignore = $why]
-            fn $name() {
-                client_suite::run::<$h>(client_suite::$name::<$h>());
-            }
-        )*
+            shutdown_in_flight, ten_thousand_long, mars_sample_short_link, mars_sample_long_link,
+            mars_no_noop_behind_a_request, hook_body_per_attempt, hook_identify_rotates_and_rejects,
+            hook_reports_stream, hook_ban_history, hook_clear_and_redo);
     };
     (@tests $h:ty; $($name:ident),*) => {
         $(
