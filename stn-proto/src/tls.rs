@@ -85,6 +85,19 @@ impl TlsFailure {
                 | TlsFailure::BadCertificate
         )
     }
+
+    /// True if reconnecting to the same server with the same configuration
+    /// will meet the same failure: its certificate, a server that does not
+    /// speak TLS, no common version, suite or ALPN protocol, a server name
+    /// that is not one. A stalled handshake, a close or an alert mid-way
+    /// may be the network's and may heal.
+    pub const fn is_permanent(self) -> bool {
+        self.is_certificate()
+            || matches!(
+                self,
+                TlsFailure::NotTls | TlsFailure::Negotiation | TlsFailure::InvalidServerName
+            )
+    }
 }
 
 impl core::fmt::Display for TlsFailure {
@@ -175,6 +188,18 @@ mod tests {
             assert_eq!(ConnectError::tls(f).tls_failure(), Some(f));
             assert_eq!(CloseReason::tls(f).tls_failure(), Some(f));
         }
+    }
+
+    #[test]
+    fn permanent_failures_are_those_a_reconnect_meets_again() {
+        assert!(TlsFailure::UnknownIssuer.is_permanent());
+        assert!(TlsFailure::PinMismatch.is_permanent());
+        assert!(TlsFailure::NotTls.is_permanent());
+        assert!(TlsFailure::Negotiation.is_permanent());
+        assert!(!TlsFailure::HandshakeTimeout.is_permanent());
+        assert!(!TlsFailure::ClosedInHandshake.is_permanent());
+        assert!(!TlsFailure::Alert(40).is_permanent());
+        assert!(!TlsFailure::Protocol.is_permanent());
     }
 
     #[test]

@@ -263,13 +263,15 @@ impl Engine {
 }
 
 /// A failed long-link connect that no reconnect fixes: every candidate of
-/// the race failed and the last one refused the server's certificate (wrong
-/// CA, name, expiry, pin). Reconnecting on the monitor's schedule will meet
-/// the same certificate, so the tasks that can only use the long link are
-/// told now, with that cause, instead of at their deadline.
+/// the race failed and the last one's TLS failure is permanent
+/// ([`TlsFailure::is_permanent`](crate::TlsFailure::is_permanent): the
+/// server's certificate, a server that does not speak TLS, no common
+/// parameters). Reconnecting on the monitor's schedule will meet the same
+/// failure, so the tasks that can only use the long link are told now, with
+/// that cause, instead of at their deadline.
 fn ends_long_waiters(error: &Error) -> bool {
     matches!(error, Error::Connect { error, .. }
-        if error.tls_failure().is_some_and(crate::tls::TlsFailure::is_certificate))
+        if error.tls_failure().is_some_and(crate::tls::TlsFailure::is_permanent))
 }
 
 impl Engine {

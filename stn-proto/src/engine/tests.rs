@@ -1133,6 +1133,36 @@ fn a_refused_certificate_ends_long_link_waiters_at_once() {
     };
     assert_eq!(h.outcome(long_only), Err(expected));
 
+    // A server that does not speak TLS will not start to: told at once too.
+    let mut h = H::new(long_cfg(Profile::Stn));
+    let long_only = h.submit(Task::new(3, "", "x").channel(Channel::Long));
+    let (conn, _) = *connects(&h.log)
+        .iter()
+        .find(|(_, a)| a.port() == 8080)
+        .expect("long connect");
+    h.ev(conn, ConnEvent::TcpConnected);
+    h.ev(
+        conn,
+        ConnEvent::ConnectFailed(ConnectError::tls(TlsFailure::NotTls)),
+    );
+    assert!(
+        matches!(h.outcome(long_only), Err(Error::Connect { error, .. }) if error == ConnectError::Tls(TlsFailure::NotTls))
+    );
+
+    // A stalled handshake may be the network's: the waiter keeps waiting.
+    let mut h = H::new(long_cfg(Profile::Stn));
+    let waiter = h.submit(Task::new(3, "", "x").channel(Channel::Long));
+    let (conn, _) = *connects(&h.log)
+        .iter()
+        .find(|(_, a)| a.port() == 8080)
+        .expect("long connect");
+    h.ev(conn, ConnEvent::TcpConnected);
+    h.ev(
+        conn,
+        ConnEvent::ConnectFailed(ConnectError::tls(TlsFailure::HandshakeTimeout)),
+    );
+    assert!(h.finished(waiter).is_empty());
+
     // A refused connect may heal: the waiter keeps waiting.
     let mut h = H::new(long_cfg(Profile::Stn));
     let waiter = h.submit(Task::new(3, "", "x").channel(Channel::Long));
