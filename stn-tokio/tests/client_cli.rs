@@ -3,7 +3,7 @@
 use std::process::Command;
 use std::time::Duration;
 
-use stn_tokio::server::{Server, ServerConfig};
+use stn_tokio::server::{Server, ServerConfig, ServerHandle, Stats};
 
 fn stn() -> Command {
     Command::new(env!("CARGO_BIN_EXE_stn"))
@@ -27,6 +27,20 @@ async fn run(args: Vec<String>) -> std::process::Output {
         .await
         .expect("stn send finishes")
         .expect("join")
+}
+
+/// The server's count, once it reaches `want` or after 2 s (bounded): the
+/// server counts a request after its write completes, which may be just
+/// after the client, having read the response, has exited.
+async fn served(server: &ServerHandle, count: impl Fn(&Stats) -> u64, want: u64) -> u64 {
+    for _ in 0..200 {
+        let n = count(&server.stats());
+        if n >= want {
+            return n;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    count(&server.stats())
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -59,7 +73,11 @@ async fn send_prints_lines_and_a_summary() {
         "{stdout}"
     );
     assert!(lines[5].contains("p99"), "{stdout}");
-    assert_eq!(server.stats().short_requests_served, 5);
+    assert_eq!(
+        served(&server, |s| s.short_requests_served, 5).await,
+        5,
+        "the server counts a request once its response is written"
+    );
     server.shutdown().await;
 }
 
@@ -252,7 +270,7 @@ async fn to_takes_host_names_and_the_long_link_client_version() {
     .await;
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).expect("json");
     assert_eq!(report["successes"], 1, "{report}");
-    assert_eq!(server.stats().long_requests_served, 1);
+    assert_eq!(served(&server, |s| s.long_requests_served, 1).await, 1);
     server.shutdown().await;
 }
 
