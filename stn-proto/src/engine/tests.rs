@@ -1116,17 +1116,23 @@ fn report_has_the_tls_handshake_time_apart_from_the_connect_time() {
 #[test]
 fn a_refused_certificate_ends_long_link_waiters_at_once() {
     use crate::tls::TlsFailure;
-    let mut h = H::new(long_cfg(Profile::Stn));
-    let long_only = h.submit(Task::new(3, "", "x").channel(Channel::Long));
-    let (conn, _) = *connects(&h.log)
-        .iter()
-        .find(|(_, a)| a.port() == 8080)
-        .expect("long connect");
-    h.ev(conn, ConnEvent::TcpConnected);
-    h.ev(
-        conn,
-        ConnEvent::ConnectFailed(ConnectError::tls(TlsFailure::UnknownIssuer)),
-    );
+    /// A long-only task whose one long-link connect fails with `error`
+    /// (after the TCP handshake when `tcp_up`).
+    fn long_connect_fails(error: ConnectError, tcp_up: bool) -> (H, TaskId) {
+        let mut h = H::new(long_cfg(Profile::Stn));
+        let id = h.submit(Task::new(3, "", "x").channel(Channel::Long));
+        let (conn, _) = *connects(&h.log)
+            .iter()
+            .find(|(_, a)| a.port() == 8080)
+            .expect("long connect");
+        if tcp_up {
+            h.ev(conn, ConnEvent::TcpConnected);
+        }
+        h.ev(conn, ConnEvent::ConnectFailed(error));
+        (h, id)
+    }
+
+    let (mut h, long_only) = long_connect_fails(ConnectError::tls(TlsFailure::UnknownIssuer), true);
     let expected = Error::Connect {
         addr: Some("10.0.1.1:8080".parse().unwrap_or_else(|_| unreachable!())),
         error: ConnectError::tls(TlsFailure::UnknownIssuer),
@@ -1134,43 +1140,17 @@ fn a_refused_certificate_ends_long_link_waiters_at_once() {
     assert_eq!(h.outcome(long_only), Err(expected));
 
     // A server that does not speak TLS will not start to: told at once too.
-    let mut h = H::new(long_cfg(Profile::Stn));
-    let long_only = h.submit(Task::new(3, "", "x").channel(Channel::Long));
-    let (conn, _) = *connects(&h.log)
-        .iter()
-        .find(|(_, a)| a.port() == 8080)
-        .expect("long connect");
-    h.ev(conn, ConnEvent::TcpConnected);
-    h.ev(
-        conn,
-        ConnEvent::ConnectFailed(ConnectError::tls(TlsFailure::NotTls)),
-    );
+    let (mut h, long_only) = long_connect_fails(ConnectError::tls(TlsFailure::NotTls), true);
     assert!(
         matches!(h.outcome(long_only), Err(Error::Connect { error, .. }) if error == ConnectError::Tls(TlsFailure::NotTls))
     );
 
     // A stalled handshake may be the network's: the waiter keeps waiting.
-    let mut h = H::new(long_cfg(Profile::Stn));
-    let waiter = h.submit(Task::new(3, "", "x").channel(Channel::Long));
-    let (conn, _) = *connects(&h.log)
-        .iter()
-        .find(|(_, a)| a.port() == 8080)
-        .expect("long connect");
-    h.ev(conn, ConnEvent::TcpConnected);
-    h.ev(
-        conn,
-        ConnEvent::ConnectFailed(ConnectError::tls(TlsFailure::HandshakeTimeout)),
-    );
+    let (mut h, waiter) = long_connect_fails(ConnectError::tls(TlsFailure::HandshakeTimeout), true);
     assert!(h.finished(waiter).is_empty());
 
     // A refused connect may heal: the waiter keeps waiting.
-    let mut h = H::new(long_cfg(Profile::Stn));
-    let waiter = h.submit(Task::new(3, "", "x").channel(Channel::Long));
-    let (conn, _) = *connects(&h.log)
-        .iter()
-        .find(|(_, a)| a.port() == 8080)
-        .expect("long connect");
-    h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Refused));
+    let (mut h, waiter) = long_connect_fails(ConnectError::Refused, false);
     assert!(h.finished(waiter).is_empty());
 }
 
