@@ -209,6 +209,7 @@ mod long;
 mod pool;
 mod queue;
 mod short;
+mod task_table;
 mod timer_set;
 mod types;
 mod zombies;
@@ -226,6 +227,7 @@ pub use types::{Event, Input, JudgeRequest, LinkStatus, Output, Report, SubmitEr
 
 use conns::{ConnTable, Owner};
 use queue::{Active, Class, Queue};
+use task_table::TaskTable;
 use timer_set::TimerSet;
 use zombies::Zombies;
 
@@ -366,7 +368,7 @@ pub struct Engine {
     ids: ConnIds,
     next_id: TaskId,
     counter: u64,
-    tasks: BTreeMap<TaskId, Entry>,
+    tasks: TaskTable<Entry>,
     /// Task deadlines, of every task not parked.
     deadlines: TimerSet<TaskId>,
     queue: Queue,
@@ -432,7 +434,7 @@ impl Engine {
             ids: ConnIds::new(),
             next_id: TaskId::FIRST,
             counter: 0,
-            tasks: BTreeMap::new(),
+            tasks: TaskTable::default(),
             deadlines: TimerSet::default(),
             queue: Queue::default(),
             zombies: Zombies::default(),
