@@ -188,7 +188,7 @@ use crate::monitor::Activity;
 use crate::net::{IpAddr, NetworkKind, SocketAddr};
 use crate::rng::Rng;
 use crate::short_link::ShortLinkExchange;
-use crate::task::{Channel, ChannelStrategy, Task, TaskId};
+use crate::task::{Channel, ChannelStrategy, Task, TaskId, TaskTable};
 use crate::time::{Duration, Instant, MonotonicClock};
 use crate::timeout::{
     task_timeout, AdaptiveTimeouts, AttemptInput, RttConfig, RttEstimator, TaskTimeoutInput,
@@ -209,7 +209,6 @@ mod long;
 mod pool;
 mod queue;
 mod short;
-mod task_table;
 mod timer_set;
 mod types;
 mod zombies;
@@ -227,7 +226,6 @@ pub use types::{Event, Input, JudgeRequest, LinkStatus, Output, Report, SubmitEr
 
 use conns::{ConnTable, Owner};
 use queue::{Active, Class, Queue};
-use task_table::TaskTable;
 use timer_set::TimerSet;
 use zombies::Zombies;
 

@@ -13,7 +13,9 @@ use bytes::Bytes;
 use crate::time::Duration;
 
 mod body_source;
+mod table;
 pub use body_source::{BodyRequest, BodySource};
+pub(crate) use table::TaskTable;
 
 /// Highest accepted [`Task::priority`] value (lowest urgency). Mars: 0 ..= 5.
 pub(crate) const MAX_PRIORITY: u8 = 5;

@@ -9,11 +9,11 @@
 //! deadline: a key that comes due is checked and, if the task has not
 //! really expired, moved to its real deadline.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use crate::error::TimeoutKind;
 use crate::short_link::ExchangeTimeouts;
-use crate::task::TaskId;
+use crate::task::{TaskId, TaskTable};
 use crate::time::Instant;
 
 /// A task awaiting its response.
@@ -81,7 +81,7 @@ impl Running {
 #[derive(Debug)]
 pub(super) struct InFlight {
     /// Running tasks, each with its key in `timers`.
-    tasks: BTreeMap<TaskId, (Running, Instant)>,
+    tasks: TaskTable<(Running, Instant)>,
     timers: BTreeSet<(Instant, TaskId)>,
     /// The last response byte of any task, if waiting tasks are timed from it.
     progress: Option<Instant>,
@@ -91,7 +91,7 @@ pub(super) struct InFlight {
 impl InFlight {
     pub(super) fn new(follow_progress: bool) -> Self {
         InFlight {
-            tasks: BTreeMap::new(),
+            tasks: TaskTable::default(),
             timers: BTreeSet::new(),
             progress: None,
             follow_progress,
@@ -114,7 +114,7 @@ impl InFlight {
     }
 
     pub(super) fn remove(&mut self, task: TaskId) -> Option<Running> {
-        let (run, key) = self.tasks.remove(&task)?;
+        let (run, key) = *self.tasks.remove(&task)?;
         self.timers.remove(&(key, task));
         Some(run)
     }
@@ -171,6 +171,6 @@ impl InFlight {
 
     /// The running tasks' ids, in order, leaving nothing behind.
     pub(super) fn into_ids(self) -> impl Iterator<Item = TaskId> {
-        self.tasks.into_keys()
+        self.tasks.into_ids()
     }
 }

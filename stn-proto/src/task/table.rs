@@ -1,21 +1,21 @@
-//! The engine's tasks by id.
+//! Per-task state by id: the engine's tasks, the long link's running tasks.
 //!
 //! A hash map, not a B-tree: every input looks up the one task it concerns,
 //! and at 100,000 tasks a B-tree walk is several cache misses where a hash
-//! probe is one. Entries are boxed so growing the table moves pointers, not
-//! entries of hundreds of bytes. The rare passes over every task (shutdown,
-//! redo, a session timeout) visit tasks in id order, as the engine's
+//! probe is one. Values are boxed so growing the table moves pointers, not
+//! values of hundreds of bytes. The rare passes over every task (shutdown,
+//! redo, a session timeout, a lost link) visit tasks in id order, as
 //! determinism needs; they sort the ids they collect.
 
 use std::collections::HashMap;
 
 use rustc_hash::FxBuildHasher;
 
-use crate::task::TaskId;
+use super::TaskId;
 
-/// Every task the engine holds (its `Entry`), by id.
+/// A value per task, by id.
 #[derive(Debug)]
-pub(super) struct TaskTable<E> {
+pub(crate) struct TaskTable<E> {
     // The hasher is fixed (no per-process seed): the map's behaviour is the
     // same in every run, and ids are the engine's own, not the network's.
     map: HashMap<TaskId, Box<E>, FxBuildHasher>,
@@ -30,40 +30,47 @@ impl<E> Default for TaskTable<E> {
 }
 
 impl<E> TaskTable<E> {
-    pub(super) fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.map.len()
     }
 
-    pub(super) fn get(&self, id: &TaskId) -> Option<&E> {
+    pub(crate) fn get(&self, id: &TaskId) -> Option<&E> {
         self.map.get(id).map(|e| &**e)
     }
 
-    pub(super) fn get_mut(&mut self, id: &TaskId) -> Option<&mut E> {
+    pub(crate) fn get_mut(&mut self, id: &TaskId) -> Option<&mut E> {
         self.map.get_mut(id).map(|e| &mut **e)
     }
 
-    pub(super) fn contains_key(&self, id: &TaskId) -> bool {
+    pub(crate) fn contains_key(&self, id: &TaskId) -> bool {
         self.map.contains_key(id)
     }
 
-    pub(super) fn insert(&mut self, id: TaskId, entry: E) {
+    pub(crate) fn insert(&mut self, id: TaskId, entry: E) {
         self.map.insert(id, Box::new(entry));
     }
 
-    pub(super) fn remove(&mut self, id: &TaskId) -> Option<Box<E>> {
+    pub(crate) fn remove(&mut self, id: &TaskId) -> Option<Box<E>> {
         self.map.remove(id)
     }
 
     /// Every task, in id order (one pass and a sort: for rare events).
-    pub(super) fn iter(&self) -> impl Iterator<Item = (&TaskId, &E)> {
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (&TaskId, &E)> {
         let mut all: Vec<(&TaskId, &E)> = self.map.iter().map(|(id, e)| (id, &**e)).collect();
         all.sort_unstable_by_key(|(id, _)| **id);
         all.into_iter()
     }
 
     /// Every task id, in order (one pass and a sort: for rare events).
-    pub(super) fn keys(&self) -> impl Iterator<Item = &TaskId> {
+    pub(crate) fn keys(&self) -> impl Iterator<Item = &TaskId> {
         self.iter().map(|(id, _)| id)
+    }
+
+    /// Every task id, in order, leaving nothing behind.
+    pub(crate) fn into_ids(self) -> impl Iterator<Item = TaskId> {
+        let mut ids: Vec<TaskId> = self.map.into_keys().collect();
+        ids.sort_unstable();
+        ids.into_iter()
     }
 }
 
@@ -80,7 +87,7 @@ mod tests {
             let mut table = TaskTable::<u16>::default();
             let mut model = std::collections::BTreeSet::new();
             for (raw, insert) in ops {
-                let id = crate::task::TaskId::new(u32::from(raw));
+                let id = super::super::TaskId::new(u32::from(raw));
                 if insert {
                     table.insert(id, raw);
                     model.insert(id);
@@ -92,6 +99,7 @@ mod tests {
             table.keys().copied().eq(model.iter().copied())
                 && table.iter().all(|(id, v)| id.get() == u32::from(*v))
                 && table.len() == model.len()
+                && table.into_ids().eq(model.into_iter())
         }
     }
 }
