@@ -1,27 +1,31 @@
 //! One deadline per key, indexed by time: the earliest is O(log n) to find,
 //! and the due keys are found without visiting the others.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeSet, HashMap};
+use std::hash::Hash;
+
+use rustc_hash::FxBuildHasher;
 
 use crate::time::Instant;
 
 /// Deadlines by key (`set` replaces a key's deadline, `None` removes it).
 #[derive(Clone, Debug)]
-pub(super) struct TimerSet<K: Ord + Copy> {
-    at: BTreeMap<K, Instant>,
+pub(super) struct TimerSet<K: Ord + Hash + Copy> {
+    /// Only looked up, never walked: a hash map (fixed hasher).
+    at: HashMap<K, Instant, FxBuildHasher>,
     index: BTreeSet<(Instant, K)>,
 }
 
-impl<K: Ord + Copy> Default for TimerSet<K> {
+impl<K: Ord + Hash + Copy> Default for TimerSet<K> {
     fn default() -> Self {
         TimerSet {
-            at: BTreeMap::new(),
+            at: HashMap::default(),
             index: BTreeSet::new(),
         }
     }
 }
 
-impl<K: Ord + Copy> TimerSet<K> {
+impl<K: Ord + Hash + Copy> TimerSet<K> {
     /// Sets (or, with `None`, clears) `key`'s deadline.
     pub(super) fn set(&mut self, key: K, when: Option<Instant>) {
         let old = match when {
@@ -59,6 +63,8 @@ impl<K: Ord + Copy> TimerSet<K> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
     use crate::time::Duration;
     use quickcheck::quickcheck;
