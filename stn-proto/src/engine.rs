@@ -373,7 +373,7 @@ pub struct Engine {
     zombies: Zombies,
     /// Running short-link exchanges (boxed: they are large, and a map
     /// moves its values as it grows).
-    short: BTreeMap<TaskId, Box<ShortLinkExchange>>,
+    short: TaskTable<ShortLinkExchange>,
     /// The short exchanges' own timers.
     short_timers: TimerSet<TaskId>,
     /// Hedging state of running short-link attempts ([`HedgePolicy`]).
@@ -436,7 +436,7 @@ impl Engine {
             deadlines: TimerSet::default(),
             queue: Queue::default(),
             zombies: Zombies::default(),
-            short: BTreeMap::new(),
+            short: TaskTable::default(),
             short_timers: TimerSet::default(),
             hedges: hedge::Hedges::default(),
             pool: BTreeMap::new(),

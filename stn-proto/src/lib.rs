@@ -110,6 +110,7 @@ mod profile;
 mod race;
 mod rng;
 mod short_link;
+mod small_map;
 mod task;
 mod time;
 mod timeout;

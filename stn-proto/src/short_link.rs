@@ -65,7 +65,7 @@
 //!
 //! (The example runs as the unit test `examples::short_link`.)
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
 
@@ -78,6 +78,7 @@ use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
 use crate::net::{ConnectError, SocketAddr};
 use crate::profile::Profile;
 use crate::race::{AttemptId, AttemptResult, FailReason, Race, RaceAction, RaceConfig};
+use crate::small_map::SmallMap;
 use crate::task::TaskError;
 use crate::time::{Duration, Instant, MonotonicClock};
 
@@ -255,8 +256,9 @@ pub(crate) enum ExchangeAction {
     Io(IoAction),
     /// Record an outcome in the endpoint history.
     Endpoint(EndpointReport),
-    /// The exchange is over. Emitted exactly once, always last.
-    Finished(ExchangeResult),
+    /// The exchange is over. Emitted exactly once, always last. Boxed: it
+    /// is the largest action and the rarest.
+    Finished(Box<ExchangeResult>),
 }
 
 /// Where one of the exchange's connections stands.
@@ -285,8 +287,8 @@ pub(crate) struct ShortLinkExchange {
     race: Option<Race>,
     /// The winner's TLS handshake time, if it ran one.
     handshake_time: Option<Duration>,
-    conns: BTreeMap<ConnId, ConnState>,
-    attempts: BTreeMap<AttemptId, ConnId>,
+    conns: SmallMap<ConnId, ConnState>,
+    attempts: SmallMap<AttemptId, ConnId>,
     /// The most recent connect failure, for the race's failure error.
     last_failure: Option<(SocketAddr, ConnectError)>,
     winner: Option<(ConnId, SocketAddr)>,
@@ -324,8 +326,8 @@ impl ShortLinkExchange {
             clock,
             race: None,
             handshake_time: None,
-            conns: BTreeMap::new(),
-            attempts: BTreeMap::new(),
+            conns: SmallMap::default(),
+            attempts: SmallMap::default(),
             last_failure: None,
             winner: None,
             connect_time: None,
@@ -833,7 +835,8 @@ impl ShortLinkExchange {
             reused: self.reused,
             kept: self.kept.take(),
         };
-        self.actions.push_back(ExchangeAction::Finished(result));
+        self.actions
+            .push_back(ExchangeAction::Finished(Box::new(result)));
         // The parser's buffers are of no further use.
         self.parser = None;
     }

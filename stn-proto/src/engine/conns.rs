@@ -2,7 +2,9 @@
 //! about a connection that is closed, and an attempt's connections are found
 //! without visiting the others.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
+
+use rustc_hash::FxHashMap;
 
 use crate::io::ConnId;
 use crate::task::TaskId;
@@ -19,7 +21,9 @@ pub(super) enum Owner {
 /// Live connections by id, and the short-link ones by task.
 #[derive(Clone, Debug, Default)]
 pub(super) struct ConnTable {
-    owners: BTreeMap<ConnId, Owner>,
+    /// Looked up on every connection event, walked only by `drain` (which
+    /// sorts): a hash map with a fixed hasher.
+    owners: FxHashMap<ConnId, Owner>,
     by_task: BTreeSet<(TaskId, ConnId)>,
 }
 
@@ -67,6 +71,8 @@ impl ConnTable {
     /// Every live connection, in id order, leaving the table empty.
     pub(super) fn drain(&mut self) -> Vec<ConnId> {
         self.by_task.clear();
-        std::mem::take(&mut self.owners).into_keys().collect()
+        let mut all: Vec<ConnId> = std::mem::take(&mut self.owners).into_keys().collect();
+        all.sort_unstable();
+        all
     }
 }

@@ -289,6 +289,7 @@ impl Engine {
                 ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
                 ExchangeAction::Endpoint(r) => self.endpoint_report(now, r),
                 ExchangeAction::Finished(result) => {
+                    let result = *result;
                     let Some(state) = self.hedges.get_mut(id) else {
                         return;
                     };

@@ -91,7 +91,7 @@ impl Engine {
             None => ShortLinkExchange::start(now, &self.config.exchange, req, &mut self.ids),
         };
         self.begin_attempt(now, id, Link::Short);
-        self.short.insert(id, Box::new(ex));
+        self.short.insert(id, ex);
         self.pump_short(now, id);
         true
     }
@@ -111,6 +111,7 @@ impl Engine {
                 ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
                 ExchangeAction::Endpoint(r) => self.endpoint_report(now, r),
                 ExchangeAction::Finished(result) => {
+                    let result = *result;
                     self.short.remove(&id);
                     let failed = result.outcome.is_err();
                     match if failed {

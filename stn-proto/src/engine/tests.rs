@@ -1132,7 +1132,7 @@ fn a_refused_certificate_ends_long_link_waiters_at_once() {
         (h, id)
     }
 
-    let (mut h, long_only) = long_connect_fails(ConnectError::tls(TlsFailure::UnknownIssuer), true);
+    let (h, long_only) = long_connect_fails(ConnectError::tls(TlsFailure::UnknownIssuer), true);
     let expected = Error::Connect {
         addr: Some("10.0.1.1:8080".parse().unwrap_or_else(|_| unreachable!())),
         error: ConnectError::tls(TlsFailure::UnknownIssuer),
@@ -1140,17 +1140,17 @@ fn a_refused_certificate_ends_long_link_waiters_at_once() {
     assert_eq!(h.outcome(long_only), Err(expected));
 
     // A server that does not speak TLS will not start to: told at once too.
-    let (mut h, long_only) = long_connect_fails(ConnectError::tls(TlsFailure::NotTls), true);
+    let (h, long_only) = long_connect_fails(ConnectError::tls(TlsFailure::NotTls), true);
     assert!(
         matches!(h.outcome(long_only), Err(Error::Connect { error, .. }) if error == ConnectError::Tls(TlsFailure::NotTls))
     );
 
     // A stalled handshake may be the network's: the waiter keeps waiting.
-    let (mut h, waiter) = long_connect_fails(ConnectError::tls(TlsFailure::HandshakeTimeout), true);
+    let (h, waiter) = long_connect_fails(ConnectError::tls(TlsFailure::HandshakeTimeout), true);
     assert!(h.finished(waiter).is_empty());
 
     // A refused connect may heal: the waiter keeps waiting.
-    let (mut h, waiter) = long_connect_fails(ConnectError::Refused, false);
+    let (h, waiter) = long_connect_fails(ConnectError::Refused, false);
     assert!(h.finished(waiter).is_empty());
 }
 

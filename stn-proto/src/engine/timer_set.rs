@@ -1,10 +1,10 @@
 //! One deadline per key, indexed by time: the earliest is O(log n) to find,
 //! and the due keys are found without visiting the others.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::hash::Hash;
 
-use rustc_hash::FxBuildHasher;
+use rustc_hash::FxHashMap;
 
 use crate::time::Instant;
 
@@ -12,14 +12,14 @@ use crate::time::Instant;
 #[derive(Clone, Debug)]
 pub(super) struct TimerSet<K: Ord + Hash + Copy> {
     /// Only looked up, never walked: a hash map (fixed hasher).
-    at: HashMap<K, Instant, FxBuildHasher>,
+    at: FxHashMap<K, Instant>,
     index: BTreeSet<(Instant, K)>,
 }
 
 impl<K: Ord + Hash + Copy> Default for TimerSet<K> {
     fn default() -> Self {
         TimerSet {
-            at: HashMap::default(),
+            at: FxHashMap::default(),
             index: BTreeSet::new(),
         }
     }

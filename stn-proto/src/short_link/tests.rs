@@ -910,7 +910,7 @@ mod random {
                     },
                     A::Endpoint(_) => {}
                     A::Finished(r) => {
-                        self.finished = Some(r.clone());
+                        self.finished = Some((**r).clone());
                         for (conn, v) in &self.conns {
                             assert_eq!(*v, View::Gone, "{conn} left open at Finished");
                         }

@@ -7,9 +7,7 @@
 //! redo, a session timeout, a lost link) visit tasks in id order, as
 //! determinism needs; they sort the ids they collect.
 
-use std::collections::HashMap;
-
-use rustc_hash::FxBuildHasher;
+use rustc_hash::FxHashMap;
 
 use super::TaskId;
 
@@ -18,13 +16,13 @@ use super::TaskId;
 pub(crate) struct TaskTable<E> {
     // The hasher is fixed (no per-process seed): the map's behaviour is the
     // same in every run, and ids are the engine's own, not the network's.
-    map: HashMap<TaskId, Box<E>, FxBuildHasher>,
+    map: FxHashMap<TaskId, Box<E>>,
 }
 
 impl<E> Default for TaskTable<E> {
     fn default() -> Self {
         Self {
-            map: HashMap::default(),
+            map: FxHashMap::default(),
         }
     }
 }
@@ -46,8 +44,9 @@ impl<E> TaskTable<E> {
         self.map.contains_key(id)
     }
 
-    pub(crate) fn insert(&mut self, id: TaskId, entry: E) {
-        self.map.insert(id, Box::new(entry));
+    /// Adds `id`'s value (boxed here unless it already is).
+    pub(crate) fn insert(&mut self, id: TaskId, value: impl Into<Box<E>>) {
+        self.map.insert(id, value.into());
     }
 
     pub(crate) fn remove(&mut self, id: &TaskId) -> Option<Box<E>> {
