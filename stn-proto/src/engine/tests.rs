@@ -13,6 +13,7 @@ use crate::net::ConnectError;
 use crate::profile::Profile;
 
 mod prop;
+mod race_width;
 
 const T0: Instant = Instant::from_secs(1_000);
 
