@@ -42,7 +42,9 @@ impl Engine {
             backups: &ep.backup_ips,
             ports: &[ep.port],
         };
-        let Some(candidates) = self.candidates(now, &sources, self.short_race_width()) else {
+        let cycling = self.config.exchange.race.max_rounds.is_none();
+        let width = self.short_race_width();
+        let Some(candidates) = self.candidates(now, &sources, width, cycling) else {
             return false; // waiting for a resolve answer
         };
         self.build_attempt_body(id, Channel::Short);
