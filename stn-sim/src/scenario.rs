@@ -65,6 +65,9 @@
 //! retry_count = 0
 //! # How many times DNS returns the server's IP (the benchmark: 4).
 //! dns_copies = 4
+//! # Or the resolver's answer with dead endpoints, in order: l = the live
+//! # server, r = refusing, b = black-holed (replaces dns_copies).
+//! # candidates = "bbrl"
 //! # Serve keep-alive HTTP (default: when a pooled peer -- okhttp-5,
 //! # nsurlsession-shared -- is among the clients).
 //! # keep_alive_server = true
@@ -88,7 +91,7 @@ use stn_proto::{Duration, Instant};
 use crate::bench::record::RunRecord;
 pub use crate::bench::scenario::TraceRun;
 use crate::bench::scenario::{
-    run_sequential, run_single, run_traced, ClientKind, Platform, RunResult, RunSpec,
+    run_sequential, run_single, run_traced, Candidate, ClientKind, Platform, RunResult, RunSpec,
 };
 use crate::link::{GilbertElliott, LinkConditions, LossModel};
 use crate::path::{PathConditions, PathSchedule};
@@ -191,6 +194,9 @@ pub struct WorkloadFile {
     pub retry_count: Option<u8>,
     /// DNS copies of the server IP (default 4).
     pub dns_copies: Option<usize>,
+    /// The resolver's answer with dead endpoints: `l` live, `r` refusing,
+    /// `b` black-holed, in order (replaces `dns_copies`).
+    pub candidates: Option<String>,
     /// Keep-alive HTTP server.
     pub keep_alive_server: Option<bool>,
 }
@@ -245,6 +251,9 @@ pub struct Workload {
     pub retry_count: Option<u8>,
     /// DNS copies of the server IP.
     pub dns_copies: usize,
+    /// The resolver's answer with dead endpoints (empty: `dns_copies`
+    /// copies of the live server).
+    pub candidates: Vec<Candidate>,
     /// Keep-alive HTTP server.
     pub keep_alive_server: bool,
 }
@@ -541,6 +550,10 @@ impl ScenarioFile {
                 "workload.dns_copies must be 1..=16, got {dns_copies}"
             ));
         }
+        let candidates = match &w.candidates {
+            None => Vec::new(),
+            Some(letters) => parse_candidates(letters)?,
+        };
         let keep_alive_server = w
             .keep_alive_server
             .unwrap_or_else(|| self.clients.iter().any(|c| is_pooled_peer(c)));
@@ -557,10 +570,32 @@ impl ScenarioFile {
                 long_link,
                 retry_count: w.retry_count,
                 dns_copies,
+                candidates,
                 keep_alive_server,
             },
         })
     }
+}
+
+/// `workload.candidates`: 1–16 of `l`, `r`, `b`, at least one `l`.
+fn parse_candidates(letters: &str) -> Result<Vec<Candidate>, String> {
+    let list = letters
+        .chars()
+        .map(|c| match c {
+            'l' => Ok(Candidate::Live),
+            'r' => Ok(Candidate::Refusing),
+            'b' => Ok(Candidate::BlackHoled),
+            other => Err(format!(
+                "workload.candidates: {other:?} is not l (live), r (refusing) or b (black-holed)"
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if !(1..=16).contains(&list.len()) || !list.contains(&Candidate::Live) {
+        return Err(format!(
+            "workload.candidates must be 1..=16 letters with at least one l, got {letters:?}"
+        ));
+    }
+    Ok(list)
 }
 
 // ---------------------------------------------------------------------------
@@ -613,7 +648,7 @@ impl Scenario {
             long_link: self.workload.long_link,
             retry_count: self.workload.retry_count,
             dns_copies: self.workload.dns_copies,
-            candidates: Vec::new(),
+            candidates: self.workload.candidates.clone(),
             keep_alive_server: self.workload.keep_alive_server,
             tls: false,
             seed: run_seed(seed, &self.name, run),
@@ -740,6 +775,7 @@ mod tests {
                 long_link: false,
                 retry_count: Some(0),
                 dns_copies: 4,
+                candidates: Vec::new(),
                 keep_alive_server: false,
             }
         );
@@ -842,6 +878,34 @@ mod tests {
         // No own engine among the clients: no difference table, only completions.
         assert!(!s.tables(&recs).contains(" VS "));
         assert!(s.tables(&recs).contains("completion time"));
+    }
+
+    #[test]
+    fn candidates_put_dead_hosts_before_the_live_one() {
+        let s = Scenario::from_toml(
+            "clients = [\"stn\", \"oracle\"]\n[workload]\nsuccesses = 2\ncandidates = \"brl\"",
+            "t",
+        )
+        .unwrap();
+        let spec = s.run_spec(1, 0);
+        use Candidate::{BlackHoled, Live, Refusing};
+        assert_eq!(spec.candidates, [BlackHoled, Refusing, Live]);
+        let ips: Vec<String> = crate::bench::scenario::candidate_ips(&spec)
+            .iter()
+            .map(|ip| ip.to_string())
+            .collect();
+        assert_eq!(ips, ["10.0.1.1", "10.0.1.2", "10.0.0.2"]);
+        // The engine gets past both dead hosts and succeeds.
+        let recs = s.run(1, |_| ());
+        assert!(recs.iter().all(|r| r.ok), "{recs:?}");
+        let bad = |c: &str| {
+            invalid(&format!(
+                "clients = [\"stn\"]\n[workload]\ncandidates = \"{c}\""
+            ))
+        };
+        assert!(bad("bx").contains("'x' is not l"));
+        assert!(bad("bb").contains("at least one l"));
+        assert!(bad("").contains("1..=16"));
     }
 
     #[test]

@@ -34,11 +34,16 @@ impl Engine {
     /// addresses on their port, the fixed IPs × `ports`, the fixed
     /// addresses (so without port-carrying sources the list is exactly the
     /// IP-major expansion of hosts then IPs, as Mars builds it).
+    ///
+    /// `cycling`: the race goes round again until its deadline (stn). Then
+    /// a banned endpoint that has connected before comes after the others
+    /// instead of being left out (see [`Engine::proven_banned`]).
     pub(super) fn candidates(
         &mut self,
         now: Instant,
         src: &Sources<'_>,
         max: usize,
+        cycling: bool,
     ) -> Option<Vec<SocketAddr>> {
         if let Some(d) = src.debug {
             return Some(vec![d]);
@@ -71,6 +76,10 @@ impl Engine {
         let backups = src.backups;
         let max = max.max(1);
         let mut out = self.history.order(now, &primary, &mut self.rng);
+        if cycling {
+            let proven = self.proven_banned(&primary, &out);
+            out.extend(proven);
+        }
         out.truncate(max);
         if out.len() < max && !backups.is_empty() {
             let more = self.history.order(now, &expand(backups), &mut self.rng);
@@ -84,6 +93,32 @@ impl Engine {
             }
         }
         Some(out)
+    }
+
+    /// The entries of `primary` the history left out of `ordered` (banned)
+    /// that have connected on this network before, in `primary`'s order.
+    ///
+    /// A ban counts failures, and on a lossy path a live endpoint collects
+    /// them (timeouts, reset connections) while a black hole, whose SYNs
+    /// are only abandoned or outpaced, may not: the history can then ban
+    /// the one endpoint that works and keep a dead one, and a race that
+    /// goes round until its deadline spends all of it on the dead one (the
+    /// matrix cell `android rtt150 ge30%/1000ms edge jit10 lbr out-1.5s
+    /// long`: 20 s of SYNs to a black hole and a refusing host, the live
+    /// server never tried). Tried last, such an endpoint costs one attempt
+    /// per pass over the unbanned ones; an endpoint that never connected
+    /// stays out, so bans still keep black holes away.
+    fn proven_banned(&self, primary: &[SocketAddr], ordered: &[SocketAddr]) -> Vec<SocketAddr> {
+        primary
+            .iter()
+            .filter(|a| !ordered.contains(a))
+            .filter(|a| {
+                self.history
+                    .endpoint(**a)
+                    .is_some_and(|e| e.last_success.is_some())
+            })
+            .copied()
+            .collect()
     }
 
     /// The hosts a short-link task resolves: its own, else the configured

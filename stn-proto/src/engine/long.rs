@@ -91,7 +91,8 @@ impl Engine {
             backups: &ep.backup_ips,
             ports: &ep.ports,
         };
-        let Some(candidates) = self.candidates(now, &sources, max) else {
+        let cycling = self.config.long.race.max_rounds.is_none();
+        let Some(candidates) = self.candidates(now, &sources, max, cycling) else {
             self.long_wants_connect = true;
             return;
         };

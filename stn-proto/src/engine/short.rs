@@ -42,7 +42,9 @@ impl Engine {
             backups: &ep.backup_ips,
             ports: &[ep.port],
         };
-        let Some(candidates) = self.candidates(now, &sources, self.config.max_candidates) else {
+        let cycling = self.config.exchange.race.max_rounds.is_none();
+        let width = self.short_race_width();
+        let Some(candidates) = self.candidates(now, &sources, width, cycling) else {
             return false; // waiting for a resolve answer
         };
         self.build_attempt_body(id, Channel::Short);
@@ -94,6 +96,27 @@ impl Engine {
         self.short.insert(id, ex);
         self.pump_short(now, id);
         true
+    }
+
+    /// How many candidates a short-link race gets. A race that goes round
+    /// again until the task's deadline (stn: `max_rounds` unset) gets every
+    /// candidate: over a list cut to [`Config::max_candidates`] its later
+    /// rounds retry the candidates that failed before it ever tries one cut
+    /// off, and the pool is only searched for the race's own candidates.
+    /// (Matrix cell `android-6.5 rtt150 ge10%/300ms 3g jit0 brbbbl out-none
+    /// keepalive`: the one live endpoint of six, known good and with an
+    /// idle pooled connection, was ordered sixth — history and new
+    /// endpoints are merged at random, Mars's rule — and a call raced the
+    /// five dead ones for its whole 40 s deadline.) A race of one pass
+    /// (Mars) keeps Mars's cut.
+    ///
+    /// [`Config::max_candidates`]: crate::Config::max_candidates
+    fn short_race_width(&self) -> usize {
+        if self.config.exchange.race.max_rounds.is_none() {
+            usize::MAX
+        } else {
+            self.config.max_candidates
+        }
     }
 
     /// Drains a short exchange's actions.

@@ -12,7 +12,9 @@ use crate::io::IoAction;
 use crate::net::ConnectError;
 use crate::profile::Profile;
 
+mod banned_last;
 mod prop;
+mod race_width;
 
 const T0: Instant = Instant::from_secs(1_000);
 
