@@ -12,6 +12,7 @@ use crate::io::IoAction;
 use crate::net::ConnectError;
 use crate::profile::Profile;
 
+mod auth_controls;
 mod prop;
 
 const T0: Instant = Instant::from_secs(1_000);
