@@ -139,7 +139,7 @@ impl Engine {
     /// the short link (one pass over the tasks: a rare command). Tasks of
     /// either link running on it are interrupted by the disconnect after.
     fn leave_long_link(&mut self, now: Instant) {
-        let long_class: Vec<(TaskId, bool, bool)> = self
+        let mut long_class: Vec<(TaskId, bool, bool)> = self
             .tasks
             .iter()
             .filter(|(_, e)| e.class == Class::LongOnly)
@@ -148,6 +148,8 @@ impl Engine {
                 (*id, may_go_short, matches!(e.stage, Stage::Judging(_)))
             })
             .collect();
+        // In id order whatever the task table's iteration order.
+        long_class.sort_unstable_by_key(|(id, ..)| *id);
         let gone: Error = LocalError::LongLinkUnavailable.into();
         for (id, may_go_short, judging) in long_class {
             if may_go_short {

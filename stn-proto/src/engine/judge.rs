@@ -144,7 +144,7 @@ impl Engine {
         scope: &Scope,
         delay: Option<Duration>,
     ) -> bool {
-        let hit: Vec<(TaskId, Channel)> = self
+        let mut hit: Vec<(TaskId, Channel)> = self
             .tasks
             .iter()
             .filter(|(id, _)| **id != source)
@@ -152,6 +152,8 @@ impl Engine {
             .filter(|(_, e, channel)| scope.covers(&e.task, *channel))
             .map(|(id, _, channel)| (id, channel))
             .collect();
+        // In id order whatever the task table's iteration order.
+        hit.sort_unstable_by_key(|(id, _)| *id);
         let mut on_long = false;
         for (id, channel) in hit {
             on_long |= channel == Channel::Long;
