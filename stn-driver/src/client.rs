@@ -712,13 +712,76 @@ impl<R> Client<R> {
             .try_send(Control::Foreground(foreground));
     }
 
-    /// Whether the app's session is authenticated (Mars `MakesureAuthed`).
-    /// Tasks with [`Task::need_authed`](stn_proto::Task::need_authed)
-    /// wait until it is; a [`Verdict::SessionTimeout`] from the
-    /// [judge](Builder::judge) sets it back to `false`. Starts `false`.
+    /// Whether the app's session is authenticated on every host and for
+    /// every user (the simple form of Mars `MakesureAuthed`). Tasks with
+    /// [`Task::need_authed`](stn_proto::Task::need_authed) wait until it
+    /// is; a [`Verdict::SessionTimeout`] from the [judge](Builder::judge)
+    /// sets it back to `false` for that task's host and user. Forgets every
+    /// [`set_host_authed`](Self::set_host_authed) answer. Starts `false`.
     pub fn set_authed(&self, authed: bool) {
         let _ = self.shared.control.try_send(Control::Authed(authed));
     }
+
+    // ---- auth per host and user, and the long link's switch ----
+
+    /// Whether `user_id` is authenticated on `host` (Mars
+    /// `MakesureAuthed(host, user_id)`): a need-auth task waits only for
+    /// its own host (its [`Task::host`](stn_proto::Task::host), else the
+    /// first short-link host; a long-only task the first long-link host;
+    /// `""` for a link with addresses only) and its
+    /// [`Task::user_id`](stn_proto::Task::user_id) (`None` is a user like
+    /// any other). A session timeout de-authenticates only the host and
+    /// user of the task that reported it. Overrides
+    /// [`set_authed`](Self::set_authed) for that host and user until the
+    /// next `set_authed`; at most 1024 such answers are kept (more are
+    /// dropped with a WARN).
+    ///
+    /// ```no_run
+    /// # async fn demo<R: stn_driver::Runtime>(client: stn_driver::Client<R>) {
+    /// use stn_driver::proto::Task;
+    /// // Alice logged in on api.example.com; Bob's tasks keep waiting.
+    /// client.set_host_authed("api.example.com", Some("alice"), true);
+    /// let task = Task::new(7, "/cgi-bin/inbox", "x")
+    ///     .host("api.example.com")
+    ///     .user_id("alice")
+    ///     .need_authed(true);
+    /// let _ = client.send(task).await;
+    /// # }
+    /// ```
+    pub fn set_host_authed(&self, host: &str, user_id: Option<&str>, authed: bool) {
+        let _ = self.shared.control.try_send(Control::HostAuthed {
+            host: host.to_owned(),
+            user_id: user_id.map(str::to_owned),
+            authed,
+        });
+    }
+
+    /// Turns the long link off (`false`) or back on (Mars
+    /// `DisableLongLink`, which has no way back). Off: the link is closed
+    /// and does not reconnect; tasks that may use the short link go there
+    /// (their attempt on the long link is interrupted and retried); a task
+    /// that can only use the long link ends at once with
+    /// [`Error::Task`](crate::Error::Task)`(Local(LongLinkUnavailable))`,
+    /// now or when sent later. On: a fresh long link connects at once.
+    /// [`link_status`](Self::link_status) and
+    /// [`snapshot`](Self::snapshot) show
+    /// [`LinkStatus::Disabled`](stn_proto::LinkStatus::Disabled) while off.
+    /// Nothing happens without a long link.
+    ///
+    /// ```no_run
+    /// # async fn demo<R: stn_driver::Runtime>(client: stn_driver::Client<R>) {
+    /// client.set_long_link_enabled(false); // e.g. the server asked to go short-only
+    /// client.set_long_link_enabled(true);
+    /// # }
+    /// ```
+    pub fn set_long_link_enabled(&self, enabled: bool) {
+        let _ = self
+            .shared
+            .control
+            .try_send(Control::LongLinkEnabled(enabled));
+    }
+
+    // ---- end of auth per host and the long link's switch ----
 
     /// A stream of every attempt's profile from now on (Mars
     /// `ReportTaskProfile`): the task, attempt number, link, endpoint,

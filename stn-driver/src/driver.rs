@@ -75,6 +75,12 @@ pub(crate) enum Control {
     NetworkAvailable(NetworkKind),
     Foreground(bool),
     Authed(bool),
+    HostAuthed {
+        host: String,
+        user_id: Option<String>,
+        authed: bool,
+    },
+    LongLinkEnabled(bool),
     Subscribe(Subscriber),
     SubscribeReports(Subscription<Report>),
     SubscribeLinkStatus(Subscription<LinkStatus>),
@@ -375,6 +381,9 @@ impl Driver {
                     {
                         tracing::info!(target: TRACE_TARGET, "long link down")
                     }
+                    LinkStatus::Disabled => {
+                        tracing::info!(target: TRACE_TARGET, "long link disabled")
+                    }
                     _ => tracing::debug!(target: TRACE_TARGET, ?status, "long link"),
                 }
                 self.long_link = Some(status);
@@ -536,6 +545,23 @@ impl Driver {
             Control::NetworkAvailable(kind) => self.engine.network_available(now, kind),
             Control::Foreground(fg) => self.engine.set_foreground(now, fg),
             Control::Authed(authed) => self.engine.set_authed(now, authed),
+            Control::HostAuthed {
+                host,
+                user_id,
+                authed,
+            } => {
+                if !self
+                    .engine
+                    .set_host_authed(now, &host, user_id.as_deref(), authed)
+                {
+                    tracing::warn!(target: TRACE_TARGET, %host, ?user_id,
+                        "auth answer dropped: 1024 hosts and users already have their own");
+                }
+            }
+            Control::LongLinkEnabled(enabled) => {
+                tracing::info!(target: TRACE_TARGET, enabled, "long link enabled by the app");
+                self.engine.set_long_link_enabled(now, enabled);
+            }
             Control::Subscribe(sub) => self.subscribers.push(sub),
             Control::SubscribeReports(sub) => self.reports.add(sub),
             Control::SubscribeLinkStatus(sub) => {

@@ -43,16 +43,23 @@
 //!   [`Task::judge`] is held after its response ([`Event::Judge`]) until the
 //!   app decodes it and answers [`Engine::judge`] with a [`Verdict`]: accept,
 //!   retry (the endpoint counts as failed; the long link is dropped), end
-//!   with [`Error::Decode`], session timeout (unauthenticated until
-//!   [`Engine::set_authed`], one free retry for the task, running need-auth
-//!   tasks redone) or retry every running task. Differences from Mars: the
+//!   with [`Error::Decode`], session timeout (the task's host and user
+//!   unauthenticated until [`Engine::set_authed`] or
+//!   [`Engine::set_host_authed`], one free retry for the task, running
+//!   need-auth tasks redone: on the long link those of the same
+//!   [`Task::user_id`], on the short link all, as Mars does) or retry every
+//!   running task. Differences from Mars: the
 //!   batch verdicts touch only tasks with an attempt running or a response
 //!   awaiting a verdict (Mars's short-link manager also charges a retry to
-//!   queued ones); a session timeout redoes every running need-auth task
-//!   (Mars, on the long link, only those of the same `user_id`, which tasks
-//!   here do not carry); the other tasks in flight on a dropped long link
+//!   queued ones); Mars's long link redoes every task on the link once one
+//!   of the user's tasks is there, stn only that user's need-auth tasks
+//!   (the link drop then interrupts the others); the other tasks in flight on a dropped long link
 //!   are redone as interrupted, not charged a retry; Mars's silent end
 //!   (-16) is [`Verdict::End`].
+//! - **Runtime controls**: [`Engine::redo_tasks`], [`Engine::clear_tasks`],
+//!   [`Engine::make_sure_long_link_connected`] and
+//!   [`Engine::set_long_link_enabled`] (Mars `DisableLongLink`, with a way
+//!   back).
 //! - **Every task ends exactly once** with [`Event::TaskFinished`]: on
 //!   success, failure, cancel, deadline or [`Engine::shutdown`].
 //!
@@ -178,6 +185,7 @@
 //! ```
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
 
 use crate::ban::EndpointHistory;
 use crate::error::{Error, LimitKind as ErrorLimit, LocalError, Response, TimeoutKind};
@@ -195,6 +203,7 @@ use crate::timeout::{
     TimeoutKind as AttemptTimeoutKind,
 };
 
+mod auth;
 mod body;
 mod candidates;
 mod conns;
@@ -224,6 +233,7 @@ pub use hedge::HedgePolicy;
 pub use pool::PoolConfig;
 pub use types::{Event, Input, JudgeRequest, LinkStatus, Output, Report, SubmitError, Verdict};
 
+use auth::{Auth, AuthKey};
 use conns::{ConnTable, Owner};
 use queue::{Active, Class, Queue};
 use timer_set::TimerSet;
@@ -235,6 +245,14 @@ pub(crate) const KARN_SYN_RTO: Duration = Duration::from_secs(1);
 
 /// Most host names whose resolve answers are remembered.
 const MAX_DNS_ENTRIES: usize = 64;
+
+/// The long-link machine for `config` (which has a long link).
+fn long_link_machine(config: &Config, now: Instant, foreground: bool) -> LongLink {
+    let mut cfg = config.long.clone();
+    cfg.foreground = foreground;
+    cfg.monitor.seed = Rng::derive(config.seed, 2).next_u64();
+    LongLink::new(now, cfg)
+}
 
 /// Where a task stands. Each stage holds what only it has; an attempt is
 /// started by [`Engine::begin_attempt`] and ended by [`Engine::end_attempt`],
@@ -306,6 +324,8 @@ struct Entry {
     /// The attempt [`Task::body`] was last built for by its
     /// [`Task::body_source`] (0: never).
     body_attempt: u32,
+    /// What it waits for, if it needs auth ([`Task::need_authed`]).
+    gate: Option<Arc<AuthKey>>,
 }
 
 impl Entry {
@@ -403,7 +423,10 @@ pub struct Engine {
     network: NetworkKind,
     /// The last network that was not `None`.
     last_network: NetworkKind,
-    authed: bool,
+    auth: Auth,
+    /// The app disabled the long link ([`Engine::set_long_link_enabled`]):
+    /// `long` is `None` though the config has one.
+    long_disabled: bool,
     last_task_start: Instant,
     shut_down: bool,
     actions: VecDeque<Output>,
@@ -415,12 +438,10 @@ impl Engine {
     pub fn new(now: Instant, config: Config) -> Self {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
-        let long = config.long_link.as_ref().map(|_| {
-            let mut cfg = config.long.clone();
-            cfg.foreground = config.foreground;
-            cfg.monitor.seed = Rng::derive(config.seed, 2).next_u64();
-            LongLink::new(now, cfg)
-        });
+        let long = config
+            .long_link
+            .as_ref()
+            .map(|_| long_link_machine(&config, now, config.foreground));
         let network = config.network;
         let timeouts_net = if network == NetworkKind::None {
             NetworkKind::Wifi
@@ -454,13 +475,20 @@ impl Engine {
             long_wants_connect: false,
             network,
             last_network: timeouts_net,
-            authed: false,
+            auth: Auth::default(),
+            long_disabled: false,
             last_task_start: now,
             shut_down: false,
             actions: VecDeque::new(),
             clock,
             config,
         }
+    }
+
+    /// A new long-link machine, as [`new`](Self::new) makes (the app
+    /// enabled the long link again).
+    fn fresh_long_link(&self, now: Instant) -> LongLink {
+        long_link_machine(&self.config, now, self.activity.is_foreground())
     }
 
     /// The configuration.
@@ -529,7 +557,9 @@ impl Engine {
         }
         task.validate()?;
         let mut channel = task.effective_channel()?;
-        if self.long.is_none() {
+        // A disabled long link is still configured: its tasks are accepted
+        // and dispatch ends the long-only ones with the cause.
+        if self.long.is_none() && !self.long_disabled {
             channel = match channel {
                 Channel::Long => return Err(SubmitError::NoLongLink),
                 Channel::Both => Channel::Short,
@@ -572,7 +602,9 @@ impl Engine {
             && self.network == NetworkKind::None
             && !self.long_link_connected();
         let class = Class::of(channel, frozen);
-        let needs_auth = task.need_authed;
+        let gate = task
+            .need_authed
+            .then(|| Arc::new(self.auth_key(&task, class)));
         let entry = Entry {
             retries_left: task.retries(),
             task,
@@ -585,6 +617,7 @@ impl Engine {
             last_error: None,
             session_retry_used: false,
             body_attempt: 0,
+            gate: gate.clone(),
         };
         self.tasks.insert(id, entry);
         self.deadlines.set(id, Some(deadline));
@@ -592,7 +625,7 @@ impl Engine {
             // Mars `kEctLocalNoNet`: refused at start, never parked.
             self.finish(id, Err(LocalError::NoNetwork.into()));
         } else {
-            self.queue.insert(id, order, class, needs_auth, now, now);
+            self.queue.insert(id, order, class, gate, now, now);
             // Mars `StartTask`: a task that may use the long link, submitted
             // in the foreground while the link is down, asks the monitor for
             // it (`MakeSureConnected`), even if it then goes short.
@@ -706,12 +739,87 @@ impl Engine {
         self.run(now);
     }
 
-    /// Whether the app's session is authenticated (Mars `MakesureAuthed`):
-    /// tasks with `need_authed` wait until it is.
+    /// Whether the app's session is authenticated, on every host and for
+    /// every user (the simple form of Mars `MakesureAuthed`): tasks with
+    /// `need_authed` wait until it is. Forgets every answer given by
+    /// [`set_host_authed`](Self::set_host_authed) and every host a session
+    /// timeout de-authenticated. Starts `false`.
     pub fn set_authed(&mut self, now: Instant, authed: bool) {
         let now = self.clock.observe(now);
-        self.authed = authed;
+        self.auth.set_all(authed);
         self.run(now);
+    }
+
+    /// Whether `user_id` is authenticated on `host` (Mars
+    /// `MakesureAuthed(host, user_id)`, answered ahead of time): a need-auth
+    /// task waits only for its own host and
+    /// [`user_id`](crate::task::Task::user_id). Its host is the one its
+    /// link goes to: the task's own [`host`](crate::task::Task::host), else
+    /// the first configured short-link host, or for a task that can only
+    /// use the long link the first long-link host; `""` when that link has
+    /// fixed IPs only. A `Both` task is keyed by its short-link host (give
+    /// both links the same host name, as Mars deployments do, and it does
+    /// not matter). Overrides [`set_authed`](Self::set_authed) for that key
+    /// until the next `set_authed`. A [`Verdict::SessionTimeout`] on a task
+    /// revokes its key only.
+    ///
+    /// Returns `false` (and changes nothing) if 1024 keys already have an
+    /// answer different from `set_authed`'s.
+    ///
+    /// ```
+    /// use stn_proto::{Config, Engine, Instant, Task};
+    ///
+    /// let mut engine = Engine::new(Instant::ZERO, Config::default());
+    /// // Only user 7's session on api.example.com is up.
+    /// assert!(engine.set_host_authed(Instant::ZERO, "api.example.com", Some("7"), true));
+    /// let task = Task::new(0, "/cgi", "x")
+    ///     .host("api.example.com")
+    ///     .user_id("7")
+    ///     .need_authed(true);
+    /// engine.submit(Instant::ZERO, task).unwrap();
+    /// // The task may start: the engine asks to resolve its host.
+    /// assert!(std::iter::from_fn(|| engine.poll_output())
+    ///     .any(|o| matches!(o, stn_proto::Output::Resolve { .. })));
+    /// ```
+    pub fn set_host_authed(
+        &mut self,
+        now: Instant,
+        host: &str,
+        user_id: Option<&str>,
+        authed: bool,
+    ) -> bool {
+        let now = self.clock.observe(now);
+        let key = AuthKey {
+            host: host.to_owned(),
+            user: user_id.map(str::to_owned),
+        };
+        let done = self.auth.set(key, authed);
+        self.run(now);
+        done
+    }
+
+    /// What a need-auth task of `class` waits for (see
+    /// [`set_host_authed`](Self::set_host_authed)).
+    fn auth_key(&self, task: &Task, class: Class) -> AuthKey {
+        let host = match (class, &task.host) {
+            (Class::LongOnly, _) => self
+                .config
+                .long_link
+                .as_ref()
+                .and_then(|l| l.hosts.first().cloned()),
+            (_, Some(h)) => Some(h.clone()),
+            _ => {
+                let ep = &self.config.short_link;
+                ep.hosts
+                    .first()
+                    .or(ep.host_ports.first().map(|(h, _)| h))
+                    .cloned()
+            }
+        };
+        AuthKey {
+            host: host.unwrap_or_default(),
+            user: task.user_id.clone(),
+        }
     }
 
     /// The app's answer to [`Event::AskIdentify`].
@@ -1025,9 +1133,8 @@ impl Engine {
             (_, Error::Timeout(_)) => self.config.retry_interval_after_timeout,
             _ => self.config.retry_interval,
         });
-        let (order, class, needs_auth) = (entry.order, entry.class, entry.task.need_authed);
-        self.queue
-            .insert(id, order, class, needs_auth, now + delay, now);
+        let (order, class, gate) = (entry.order, entry.class, entry.gate.clone());
+        self.queue.insert(id, order, class, gate, now + delay, now);
     }
 
     /// The task failed for good: park it (zombie) if it may, else finish it.
@@ -1080,11 +1187,10 @@ impl Engine {
         e.deadline = (now + fresh).min(budget);
         e.retries_left = 0;
         e.stage = Stage::Queued;
-        let (order, class, needs_auth, deadline) =
-            (e.order, e.class, e.task.need_authed, e.deadline);
+        let (order, class, gate, deadline) = (e.order, e.class, e.gate.clone(), e.deadline);
         self.zombies.unpark(id);
         self.deadlines.set(id, Some(deadline));
-        self.queue.insert(id, order, class, needs_auth, now, now);
+        self.queue.insert(id, order, class, gate, now, now);
     }
 
     // ---- the run loop ----
@@ -1222,7 +1328,10 @@ impl Engine {
                 short_only: short_room,
                 both: short_room || (long_up && long_room),
             };
-            let Some((key, class)) = self.queue.next_after(cursor, active, self.authed, pass)
+            let auth = &self.auth;
+            let Some((key, class)) =
+                self.queue
+                    .next_after(cursor, active, |k| auth.is_authed(k), pass)
             else {
                 break;
             };
@@ -1245,6 +1354,12 @@ impl Engine {
                 },
             };
             match channel {
+                Channel::Long if self.long_disabled => {
+                    // Disabling moved every task that may go short there:
+                    // this one has nowhere to go.
+                    self.finish(id, Err(LocalError::LongLinkUnavailable.into()));
+                    progressed = true;
+                }
                 Channel::Long => {
                     if !long_up {
                         need_long = true;

@@ -344,8 +344,16 @@ pub struct Task {
     /// without waiting for a response.
     pub send_only: bool,
     /// Wait for the app to confirm authentication (Mars `MakesureAuthed`)
-    /// before each attempt.
+    /// before each attempt: for this task's host and
+    /// [`user_id`](Self::user_id), see
+    /// [`Engine::set_host_authed`](crate::engine::Engine::set_host_authed).
     pub need_authed: bool,
+    /// The user the task is sent for (Mars `Task::user_id`), for apps with
+    /// several accounts. A need-auth task waits for its own user's session;
+    /// a session timeout on the long link redoes only the running need-auth
+    /// tasks of the same user (on the short link, Mars's rule: every running
+    /// need-auth task). `None` (the default) is one user like any other.
+    pub user_id: Option<String>,
     /// Subject to the identical-request frequency limit. Default true.
     pub limit_frequency: bool,
     /// Subject to the mobile flow limit. Default true.
@@ -396,6 +404,7 @@ impl Task {
             total_timeout: None,
             send_only: false,
             need_authed: false,
+            user_id: None,
             limit_frequency: true,
             limit_flow: true,
             network_status_sensitive: false,
@@ -510,6 +519,20 @@ impl Task {
     #[must_use]
     pub fn need_authed(mut self, on: bool) -> Self {
         self.need_authed = on;
+        self
+    }
+
+    /// Sets [`Task::user_id`].
+    ///
+    /// ```
+    /// use stn_proto::Task;
+    ///
+    /// let task = Task::new(7, "/cgi", "x").need_authed(true).user_id("alice");
+    /// assert_eq!(task.user_id.as_deref(), Some("alice"));
+    /// ```
+    #[must_use]
+    pub fn user_id(mut self, user_id: impl Into<String>) -> Self {
+        self.user_id = Some(user_id.into());
         self
     }
 

@@ -5,7 +5,7 @@
 
 use crate::error::{Error, Response};
 use crate::long_link::DisconnectReason;
-use crate::task::{Channel, TaskId};
+use crate::task::{Channel, Task, TaskId};
 use crate::time::{Duration, Instant};
 
 use super::{Engine, Event, JudgeRequest, Pending, Report, Retry, Stage, Verdict};
@@ -74,7 +74,11 @@ impl Engine {
                 self.retry_or_end(now, id, Error::Decode, retry(channel, false, None));
             }
             Verdict::SessionTimeout => {
-                self.authed = false;
+                // Only the session of this task's host and user expired.
+                let user = self.tasks.get(&id).and_then(|e| e.task.user_id.clone());
+                if let Some(key) = self.source_auth_key(id) {
+                    self.auth.revoke(key);
+                }
                 let free = self
                     .tasks
                     .get_mut(&id)
@@ -86,11 +90,12 @@ impl Engine {
                     Error::Decode,
                     retry(channel, free, Some(Duration::ZERO)),
                 );
-                drop_long |= self.redo_running(now, id, true, Some(Duration::ZERO));
+                let scope = Scope::NeedAuth { user };
+                drop_long |= self.redo_running(now, id, &scope, Some(Duration::ZERO));
             }
             Verdict::RetryAll => {
                 self.retry_or_end(now, id, Error::Decode, retry(channel, false, None));
-                drop_long |= self.redo_running(now, id, false, None);
+                drop_long |= self.redo_running(now, id, &Scope::All, None);
             }
         }
         if drop_long && verdict != Verdict::End {
@@ -118,24 +123,37 @@ impl Engine {
         }
     }
 
+    /// The auth key a session timeout on `id` revokes: the one it waits
+    /// for, or (a task that needs no auth) the one it would.
+    fn source_auth_key(&self, id: TaskId) -> Option<super::AuthKey> {
+        let e = self.tasks.get(&id)?;
+        Some(match &e.gate {
+            Some(key) => (**key).clone(),
+            None => self.auth_key(&e.task, e.class),
+        })
+    }
+
     /// Stops every task (but `source`) with an attempt in flight or a
-    /// response awaiting a verdict — only `need_authed` ones if
-    /// `authed_only` — and retries it (using one of its retries) or ends it
-    /// with [`Error::Decode`]. Returns whether any of them was on the long
-    /// link.
+    /// response awaiting a verdict, within `scope`, and retries it (using
+    /// one of its retries) or ends it with [`Error::Decode`]. Returns
+    /// whether any of them was on the long link.
     fn redo_running(
         &mut self,
         now: Instant,
         source: TaskId,
-        authed_only: bool,
+        scope: &Scope,
         delay: Option<Duration>,
     ) -> bool {
-        let hit: Vec<(TaskId, Channel)> = self
+        let mut hit: Vec<(TaskId, Channel)> = self
             .tasks
             .iter()
-            .filter(|(id, e)| **id != source && (!authed_only || e.task.need_authed))
-            .filter_map(|(id, e)| Some((*id, e.busy_channel()?)))
+            .filter(|(id, _)| **id != source)
+            .filter_map(|(id, e)| Some((*id, e, e.busy_channel()?)))
+            .filter(|(_, e, channel)| scope.covers(&e.task, *channel))
+            .map(|(id, _, channel)| (id, channel))
             .collect();
+        // In id order whatever the task table's iteration order.
+        hit.sort_unstable_by_key(|(id, _)| *id);
         let mut on_long = false;
         for (id, channel) in hit {
             on_long |= channel == Channel::Long;
@@ -143,6 +161,28 @@ impl Engine {
             self.retry_or_end(now, id, Error::Decode, retry(channel, false, delay));
         }
         on_long
+    }
+}
+
+/// Which running tasks a batch verdict redoes.
+enum Scope {
+    /// Every one (Mars `kTaskFailHandleRetryAllTasks`).
+    All,
+    /// A session timeout (Mars `kTaskFailHandleSessionTimeout`): the
+    /// need-auth tasks; on the long link only those of the same user
+    /// (Mars's `LongLinkTaskManager::RetryTasks` takes the user id; its
+    /// short-link manager ignores it).
+    NeedAuth { user: Option<String> },
+}
+
+impl Scope {
+    fn covers(&self, task: &Task, channel: Channel) -> bool {
+        match self {
+            Scope::All => true,
+            Scope::NeedAuth { user } => {
+                task.need_authed && (channel != Channel::Long || task.user_id == *user)
+            }
+        }
     }
 }
 

@@ -2,15 +2,18 @@
 //! priority order (0 first), FIFO within a priority.
 //!
 //! A task waits first for its not-before time (a retry interval) in a
-//! time index, then in one of six ready sets — by the link it may take
-//! ([`Class`]) and whether it needs an authenticated session — so dispatch
-//! visits only tasks that can start now and stops when the links are full,
-//! instead of walking the whole queue.
+//! time index, then in a ready set — by the link it may take ([`Class`])
+//! and, for a need-auth task, the (host, user id) it waits for
+//! ([`AuthKey`]) — so dispatch visits only tasks that can start now and
+//! stops when the links are full, instead of walking the whole queue.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::task::{Channel, TaskId};
 use crate::time::Instant;
+
+use super::auth::AuthKey;
 
 /// Queue order: (priority, submission counter).
 pub(super) type Order = (u8, u64);
@@ -63,11 +66,12 @@ impl Active {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 struct Slot {
     order: Order,
     class: Class,
-    needs_auth: bool,
+    /// What it waits for if it needs auth.
+    gate: Option<Arc<AuthKey>>,
     /// Still waiting for its not-before time.
     waiting_until: Option<Instant>,
     /// The dispatch pass during which it was queued: a pass visits only
@@ -75,12 +79,17 @@ struct Slot {
     pass: u64,
 }
 
+type ReadySet = BTreeSet<(Order, TaskId)>;
+
 /// The queue. Holds ids only; the tasks live in the engine's table.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Queue {
     slots: BTreeMap<TaskId, Slot>,
-    /// `[class][needs_auth]`, by queue order.
-    ready: [[BTreeSet<(Order, TaskId)>; 2]; 3],
+    /// Tasks that need no auth, `[class]`, by queue order.
+    open: [ReadySet; 3],
+    /// Need-auth tasks by what they wait for, `[class]`; a key with no task
+    /// is removed, so dispatch looks at the keys in use only.
+    gated: BTreeMap<Arc<AuthKey>, [ReadySet; 3]>,
     waiting: BTreeSet<(Instant, TaskId)>,
     pass: u64,
 }
@@ -92,7 +101,7 @@ impl Queue {
         id: TaskId,
         order: Order,
         class: Class,
-        needs_auth: bool,
+        gate: Option<Arc<AuthKey>>,
         not_before: Instant,
         now: Instant,
     ) {
@@ -101,7 +110,7 @@ impl Queue {
         let slot = Slot {
             order,
             class,
-            needs_auth,
+            gate,
             waiting_until,
             pass: self.pass,
         };
@@ -109,9 +118,7 @@ impl Queue {
             Some(t) => {
                 self.waiting.insert((t, id));
             }
-            None => {
-                self.ready_set(&slot).insert((order, id));
-            }
+            None => self.add_ready(&slot, id),
         }
         self.slots.insert(id, slot);
     }
@@ -125,10 +132,28 @@ impl Queue {
             Some(t) => {
                 self.waiting.remove(&(t, id));
             }
-            None => {
-                self.ready_set(&slot).remove(&(slot.order, id));
-            }
+            None => self.remove_ready(&slot, id),
         }
+    }
+
+    /// Moves a queued `id` to another class and auth key, keeping its place
+    /// and not-before time (no-op if it is not queued).
+    pub(super) fn reclass(&mut self, id: TaskId, class: Class, gate: Option<Arc<AuthKey>>) {
+        let Some(slot) = self.slots.get(&id).cloned() else {
+            return;
+        };
+        if slot.waiting_until.is_none() {
+            self.remove_ready(&slot, id);
+        }
+        let slot = Slot {
+            class,
+            gate,
+            ..slot
+        };
+        if slot.waiting_until.is_none() {
+            self.add_ready(&slot, id);
+        }
+        self.slots.insert(id, slot);
     }
 
     /// The earliest not-before time of a waiting task.
@@ -158,21 +183,26 @@ impl Queue {
     }
 
     /// The first ready task after `cursor` in queue order among the
-    /// `active` classes (need-auth tasks only if `authed`), queued before
-    /// `pass` began.
+    /// `active` classes (need-auth tasks only if `authed` says their key
+    /// may go), queued before `pass` began.
     pub(super) fn next_after(
         &self,
         cursor: Option<(Order, TaskId)>,
         active: Active,
-        authed: bool,
+        authed: impl Fn(&AuthKey) -> bool,
         pass: u64,
     ) -> Option<((Order, TaskId), Class)> {
         let mut best: Option<((Order, TaskId), Class)> = None;
-        for (class, sets) in self.ready.iter().enumerate() {
-            if !active.get(class) {
-                continue;
-            }
-            for set in sets.iter().take(if authed { 2 } else { 1 }) {
+        let gated = self
+            .gated
+            .iter()
+            .filter(|(key, _)| authed(key))
+            .map(|(_, sets)| sets);
+        for sets in std::iter::once(&self.open).chain(gated) {
+            for (class, set) in sets.iter().enumerate() {
+                if !active.get(class) {
+                    continue;
+                }
                 let mut range = match cursor {
                     Some(c) => {
                         set.range((std::ops::Bound::Excluded(c), std::ops::Bound::Unbounded))
@@ -197,11 +227,32 @@ impl Queue {
             return;
         };
         slot.waiting_until = None;
-        let slot = *slot;
-        self.ready_set(&slot).insert((slot.order, id));
+        let slot = slot.clone();
+        self.add_ready(&slot, id);
     }
 
-    fn ready_set(&mut self, slot: &Slot) -> &mut BTreeSet<(Order, TaskId)> {
-        &mut self.ready[slot.class.index()][usize::from(slot.needs_auth)]
+    fn add_ready(&mut self, slot: &Slot, id: TaskId) {
+        let sets = match &slot.gate {
+            None => &mut self.open,
+            Some(key) => self.gated.entry(key.clone()).or_default(),
+        };
+        sets[slot.class.index()].insert((slot.order, id));
+    }
+
+    fn remove_ready(&mut self, slot: &Slot, id: TaskId) {
+        let class = slot.class.index();
+        match &slot.gate {
+            None => {
+                self.open[class].remove(&(slot.order, id));
+            }
+            Some(key) => {
+                if let Some(sets) = self.gated.get_mut(key) {
+                    sets[class].remove(&(slot.order, id));
+                    if sets.iter().all(BTreeSet::is_empty) {
+                        self.gated.remove(key);
+                    }
+                }
+            }
+        }
     }
 }

@@ -12,6 +12,7 @@ use crate::io::IoAction;
 use crate::net::ConnectError;
 use crate::profile::Profile;
 
+mod auth_controls;
 mod banned_last;
 mod prop;
 mod race_width;

@@ -47,6 +47,10 @@ pub enum LinkStatus {
     },
     /// The link is down (or a connect failed).
     Disconnected,
+    /// The app disabled the long link
+    /// ([`Engine::set_long_link_enabled`](super::Engine::set_long_link_enabled)):
+    /// it is closed and does not reconnect until enabled again.
+    Disabled,
 }
 
 /// Mars's task profile of one attempt (`ReportTaskProfile`): what it cost and

@@ -64,8 +64,9 @@ pub(crate) trait Harness: 'static {
 }
 
 /// Waits until the server's counters satisfy `check` (the test's own bound
-/// ends a wait that never succeeds).
-async fn stats_eventually<H: Harness>(
+/// ends a wait that never succeeds): the server counts a request after its
+/// write completes, which may be just after the client has its response.
+pub(crate) async fn stats_eventually<H: Harness>(
     server: &ServerHost,
     check: impl Fn(&stn_tokio::Stats) -> bool,
 ) {
