@@ -286,6 +286,19 @@ impl<R: Runtime> Builder<R> {
         self
     }
 
+    /// Frames the long link with `codec` instead of Mars's 20-byte header
+    /// (Mars `LongLinkEncoder`, for a deployment with its own packer). The
+    /// codec also says which frames are noops, pushes and identify answers.
+    /// Bodies stay capped by the long-link config's `codec.max_body_len`;
+    /// `codec.client_version` applies to the default codec only. The server
+    /// must speak the same codec: a client and server that disagree fail the
+    /// link at the first frame with a decode error naming the cause.
+    #[must_use]
+    pub fn long_link_codec(self, codec: impl stn_proto::codec::LongLinkCodec + 'static) -> Self {
+        let codec = stn_proto::codec::SharedCodec::new(codec);
+        self.configure(move |c| c.long.frame_codec = Some(codec))
+    }
+
     /// Sends this identify packet on every new long-link connection, when
     /// the link asks (default: never). For a packet built per connection
     /// (rotating tokens) use [`identify_with`](Self::identify_with).

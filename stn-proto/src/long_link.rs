@@ -73,9 +73,8 @@ use std::collections::{BTreeMap, VecDeque};
 
 use bytes::{Bytes, BytesMut};
 
-use crate::codec::longlink::{
-    encode_to_bytes, CodecConfig, DecodeError, Frame, FrameDecoder, IDENTIFY_SEQ,
-};
+use crate::codec::longlink::{CodecConfig, DecodeError, Frame, FrameDecoder, IDENTIFY_SEQ};
+use crate::codec::{LongLinkCodec, MarsCodec, SharedCodec};
 use crate::error::{DnsError, Error, LocalError, ProtocolError, SocketError, TimeoutKind};
 use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
 use crate::monitor::{ConnectMonitor, ConnectMonitorConfig, MonitorAction};
@@ -101,8 +100,15 @@ pub(crate) use crate::short_link::{EndpointReport, ExchangeTimeouts};
 pub struct LongLinkConfig {
     /// How to race the candidates when connecting.
     pub race: RaceConfig,
-    /// Framing: client version and size caps (they bound the decoder's memory).
+    /// Framing caps and the default codec's settings: `max_body_len` bounds
+    /// every codec's decoder (and refuses larger task bodies);
+    /// `client_version` and `max_head_len` are Mars's 20-byte header's own.
     pub codec: CodecConfig,
+    /// The frame format: `None` (the default) is Mars's 20-byte header
+    /// ([`MarsCodec`]) with the settings in [`codec`](Self::codec); `Some`
+    /// plugs in a deployment's own packer (Mars `LongLinkEncoder`), which
+    /// also says which frames are noops, pushes and identify answers.
+    pub frame_codec: Option<SharedCodec>,
     /// Noop interval and timeouts, identify.
     pub heartbeat: HeartbeatConfig,
     /// When to reconnect.
@@ -140,6 +146,7 @@ impl LongLinkConfig {
         LongLinkConfig {
             race: RaceConfig::for_profile(profile),
             codec: CodecConfig::for_profile(profile),
+            frame_codec: None,
             heartbeat: HeartbeatConfig::for_profile(profile),
             monitor: ConnectMonitorConfig::for_profile(profile),
             max_in_flight_tasks: if mars { 1024 } else { 64 },
@@ -147,6 +154,16 @@ impl LongLinkConfig {
             wait_follows_link_progress: !mars,
             foreground: true,
         }
+    }
+}
+
+impl LongLinkConfig {
+    /// The codec in use: [`frame_codec`](Self::frame_codec), or Mars's
+    /// header with [`codec`](Self::codec)'s settings.
+    pub fn shared_codec(&self) -> SharedCodec {
+        self.frame_codec
+            .clone()
+            .unwrap_or_else(|| SharedCodec::new(MarsCodec::new(self.codec)))
     }
 }
 
@@ -329,6 +346,8 @@ enum End {
 #[derive(Debug)]
 pub(crate) struct LongLink {
     config: LongLinkConfig,
+    /// `config.shared_codec()`, resolved once.
+    codec: SharedCodec,
     clock: MonotonicClock,
     phase: Phase,
     monitor: ConnectMonitor,
@@ -346,6 +365,7 @@ impl LongLink {
         let now = clock.observe(now);
         let monitor = ConnectMonitor::new(now, config.monitor.clone(), config.foreground);
         LongLink {
+            codec: config.shared_codec(),
             config,
             clock,
             phase: Phase::Idle,
@@ -483,7 +503,8 @@ impl LongLink {
             return Err(SendError::TooManyInFlight);
         }
         let len = body.len();
-        let data = encode(&self.config.codec, &Frame::new(cmd_id, task.get(), body))
+        let frame = Frame::new(cmd_id, task.get(), body);
+        let data = encode(self.codec.get(), self.config.codec.max_body_len, &frame)
             .ok_or(SendError::TooLarge { len })?;
         self.events.push_back(LongLinkEvent::Io(IoAction::Send {
             conn: link.conn,
@@ -759,7 +780,10 @@ impl LongLink {
                 self.phase = Phase::Connected(Box::new(Link {
                     conn,
                     addr,
-                    decoder: FrameDecoder::new(self.config.codec),
+                    decoder: FrameDecoder::shared(
+                        self.codec.clone(),
+                        self.config.codec.max_body_len,
+                    ),
                     heartbeat: Heartbeat::new(now, self.config.heartbeat.clone()),
                     tasks: InFlight::new(self.config.wait_follows_link_progress),
                 }));
@@ -817,7 +841,7 @@ impl LongLink {
             match link.decoder.decode(&mut data) {
                 Ok(Some(frame)) => {
                     note_progress(link, frame.seq, now);
-                    frames.push(frame);
+                    frames.push((frame, link.decoder.last_frame_len()));
                 }
                 Ok(None) => {
                     if let Some(p) = link.decoder.partial() {
@@ -830,13 +854,15 @@ impl LongLink {
                         DecodeError::HeadLength { .. } => ProtocolError::BadFrameHeader,
                         DecodeError::ClientVersion { .. } => ProtocolError::VersionMismatch,
                         DecodeError::BodyTooLarge { .. } => ProtocolError::FrameTooLarge,
+                        // A custom codec's reason, kept in words.
+                        other => ProtocolError::Other(other.to_string()),
                     });
                     break;
                 }
             }
         }
-        for frame in frames {
-            self.dispatch(now, frame);
+        for (frame, wire_len) in frames {
+            self.dispatch(now, frame, wire_len);
         }
         if let Some(error) = failure {
             self.teardown(now, End::Protocol(error));
@@ -846,15 +872,16 @@ impl LongLink {
 
     /// One complete frame: noop response, identify response, push, or a
     /// task's response (Mars `__RunReadWrite` / `OnResponse` order).
-    fn dispatch(&mut self, now: Instant, frame: Frame) {
+    fn dispatch(&mut self, now: Instant, frame: Frame, wire_len: usize) {
         let Phase::Connected(link) = &mut self.phase else {
             return;
         };
-        if frame.is_noop() {
+        let codec = self.codec.get();
+        if codec.is_noop(&frame) {
             link.heartbeat.on_noop_response(now);
             return;
         }
-        if frame.seq == IDENTIFY_SEQ {
+        if codec.is_identify_response(&frame) {
             if link.heartbeat.identify_state() == IdentifyState::Sent {
                 // Receiving it completes identify for this connection; the
                 // app sees the body (it cannot reject it through this API).
@@ -868,7 +895,7 @@ impl LongLink {
             }
             return;
         }
-        if frame.is_push() {
+        if codec.is_push(&frame) {
             self.events.push_back(LongLinkEvent::Push {
                 cmd_id: frame.cmd_id,
                 body: frame.body,
@@ -878,7 +905,7 @@ impl LongLink {
         let task = TaskId::new(frame.seq);
         match link.tasks.remove(task) {
             Some(run) => {
-                let bytes_received = frame.encoded_len() as u64;
+                let bytes_received = wire_len as u64;
                 self.events.push_back(LongLinkEvent::TaskResponse {
                     task,
                     cmd_id: frame.cmd_id,
@@ -924,7 +951,7 @@ impl LongLink {
         };
         while let Some(action) = link.heartbeat.poll_action() {
             let frame = match action {
-                HeartbeatAction::SendNoop => Frame::noop(),
+                HeartbeatAction::SendNoop => self.codec.get().noop_request(),
                 HeartbeatAction::SendIdentify { cmd_id, body } => {
                     Frame::new(cmd_id, IDENTIFY_SEQ, body)
                 }
@@ -941,7 +968,7 @@ impl LongLink {
             // The app's identify body is sent even past the codec's cap: it
             // is the app's own packet, and the alternative (not sending it)
             // would time the link out anyway.
-            if let Ok(data) = encode_to_bytes(&frame, self.config.codec.client_version) {
+            if let Some(data) = encode(self.codec.get(), usize::MAX, &frame) {
                 self.events.push_back(LongLinkEvent::Io(IoAction::Send {
                     conn: link.conn,
                     data,
@@ -1036,7 +1063,12 @@ fn note_progress(link: &mut Link, seq: u32, now: Instant) {
     link.tasks.note_progress(TaskId::new(seq), now);
 }
 
-fn encode(codec: &CodecConfig, frame: &Frame) -> Option<Bytes> {
+/// `frame` on the wire, unless its body exceeds `max_body` or the codec
+/// cannot carry it.
+fn encode(codec: &dyn LongLinkCodec, max_body: usize, frame: &Frame) -> Option<Bytes> {
+    if frame.body.len() > max_body {
+        return None;
+    }
     let mut buf = BytesMut::with_capacity(frame.encoded_len());
     codec.encode(frame, &mut buf).ok()?;
     Some(buf.freeze())

@@ -1,4 +1,6 @@
-//! The Mars long-link frame format (`mars/stn/proto/longlink_packer.cc`).
+//! The Mars long-link frame format (`mars/stn/proto/longlink_packer.cc`),
+//! the default [`LongLinkCodec`] ([`MarsCodec`]), and the [`FrameDecoder`]
+//! that buffers frames of any codec within a body cap.
 //!
 //! Every frame is a 20-byte big-endian header followed by the body:
 //!
@@ -45,6 +47,7 @@
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 
+use super::frame_codec::{HeadStatus, LongLinkCodec, MarsCodec, SharedCodec};
 use crate::profile::Profile;
 
 /// Length of the fixed header we encode, and the smallest `head_length` a
@@ -65,8 +68,6 @@ pub const DEFAULT_MAX_BODY: usize = 1024 * 1024;
 /// Default cap on a received `head_length` (header plus extension bytes).
 pub const DEFAULT_MAX_HEAD: u32 = 64;
 
-/// `HEADER_LEN` as the wire type, for comparisons with `head_length`.
-const HEADER_LEN_U32: u32 = HEADER_LEN as u32;
 /// First allocation for a body that does not arrive in one piece; the buffer
 /// then doubles up to the announced length, so a peer that announces 1 MiB and
 /// sends 10 bytes does not make us allocate 1 MiB.
@@ -159,8 +160,8 @@ impl CodecConfig {
     }
 
     /// The accepted `head_length` range's upper end (never below 20).
-    fn head_cap(&self) -> u32 {
-        self.max_head_len.max(HEADER_LEN_U32)
+    pub(crate) fn head_cap(&self) -> u32 {
+        self.max_head_len.max(HEADER_LEN as u32)
     }
 }
 
@@ -188,6 +189,7 @@ pub enum EncodeError {
 /// variant is fatal for the connection: the decoder is poisoned and keeps
 /// returning the same error until [`FrameDecoder::reset`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DecodeError {
     /// `head_length` outside `20..=max_head_len`.
     #[error("bad long-link header length {head_len}: expected {min}..={max}")]
@@ -215,6 +217,32 @@ pub enum DecodeError {
         /// The configured `max_body_len`.
         max: usize,
     },
+    /// A [`LongLinkCodec`] asked for, or announced, a header longer than
+    /// its own [`LongLinkCodec::max_head_len`].
+    #[error("long-link frame header of {len} bytes exceeds the codec's limit of {max} bytes")]
+    HeadTooLong {
+        /// The header length asked for or announced.
+        len: usize,
+        /// The codec's `max_head_len`.
+        max: usize,
+    },
+    /// The bytes are not a header of the codec in use, for the reason given
+    /// (a custom codec's own check, or a codec that broke its contract).
+    #[error("malformed long-link frame: {reason}")]
+    Malformed {
+        /// What is wrong, in words.
+        reason: String,
+    },
+}
+
+impl DecodeError {
+    /// A [`DecodeError::Malformed`] with this reason, for a codec's own
+    /// checks (a bad magic number, an unknown version).
+    pub fn malformed(reason: impl Into<String>) -> Self {
+        DecodeError::Malformed {
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Appends `frame` to `dst` with `head_length = 20` and the given client
@@ -243,9 +271,9 @@ fn check_body_len(len: usize, max: usize) -> Result<(), EncodeError> {
 }
 
 /// Caller has checked that the body length fits in a `u32`.
-fn encode_unchecked(frame: &Frame, client_version: u32, dst: &mut BytesMut) {
+pub(crate) fn encode_unchecked(frame: &Frame, client_version: u32, dst: &mut BytesMut) {
     dst.reserve(frame.encoded_len());
-    dst.put_u32(HEADER_LEN_U32);
+    dst.put_u32(HEADER_LEN as u32);
     dst.put_u32(client_version);
     dst.put_u32(frame.cmd_id);
     dst.put_u32(frame.seq);
@@ -268,10 +296,10 @@ pub struct PartialFrame {
     pub total: usize,
 }
 
-/// The validated 20 known header bytes.
+/// The validated header of the frame in progress.
 #[derive(Clone, Copy, Debug)]
 struct Header {
-    head_len: u32,
+    head_len: usize,
     cmd_id: u32,
     seq: u32,
     body_len: usize,
@@ -279,15 +307,16 @@ struct Header {
 
 impl Header {
     fn total(&self) -> usize {
-        self.head_len as usize + self.body_len
+        self.head_len + self.body_len
     }
 }
 
 #[derive(Debug)]
 enum State {
-    /// Collecting the first 20 header bytes.
-    Header { buf: [u8; HEADER_LEN], have: usize },
-    /// Skipping `remaining` header bytes past the 20 we understand.
+    /// Collecting header bytes into `FrameDecoder::head` until it holds
+    /// `want` (0: ask the codec how many it needs).
+    Header { want: usize },
+    /// Skipping `remaining` header bytes past the ones the codec parsed.
     SkipHead { header: Header, remaining: usize },
     /// Collecting the body; `body.capacity() <= header.body_len` always.
     Body { header: Header, body: Vec<u8> },
@@ -295,20 +324,20 @@ enum State {
 
 impl State {
     fn start() -> Self {
-        State::Header {
-            buf: [0; HEADER_LEN],
-            have: 0,
-        }
+        State::Header { want: 0 }
     }
 }
 
-/// Incremental, bounded long-link frame decoder.
+/// Incremental, bounded long-link frame decoder, over Mars's 20-byte header
+/// ([`new`](Self::new)) or any [`LongLinkCodec`] ([`with_codec`](Self::with_codec)).
 ///
 /// Feed it bytes in any pieces with [`decode`](Self::decode) (or iterate with
 /// [`frames`](Self::frames)); it takes from the input only what the current
 /// frame needs and returns each frame as soon as it is complete. Memory held is
-/// at most 20 header bytes plus `max_body_len` body bytes however the input
-/// arrives: a header announcing too much is rejected before its body is read.
+/// at most the codec's header bytes (20 for Mars) plus `max_body_len` body
+/// bytes however the input arrives: a header announcing too much is rejected
+/// before its body is read. The cap is the decoder's, not the codec's: a
+/// codec cannot make it buffer more.
 ///
 /// After an error the decoder is poisoned: the byte stream has lost framing, so
 /// every later call returns the same error and the connection must be failed.
@@ -316,23 +345,59 @@ impl State {
 #[derive(Debug)]
 pub struct FrameDecoder {
     config: CodecConfig,
+    codec: SharedCodec,
+    /// Header bytes of the frame in progress (at most the codec's
+    /// `max_head_len`); kept until the frame ends, reused across frames.
+    head: Vec<u8>,
     state: State,
     error: Option<DecodeError>,
+    last_len: usize,
 }
 
 impl FrameDecoder {
-    /// A decoder at the start of a stream.
+    /// A decoder of Mars's 20-byte header ([`MarsCodec`]) at the start of a
+    /// stream.
     pub fn new(config: CodecConfig) -> Self {
+        Self::with_shared(SharedCodec::new(MarsCodec::new(config)), config)
+    }
+
+    /// A decoder of `codec`'s frames whose bodies are at most `max_body_len`
+    /// bytes, at the start of a stream.
+    pub fn with_codec(codec: impl LongLinkCodec + 'static, max_body_len: usize) -> Self {
+        Self::shared(SharedCodec::new(codec), max_body_len)
+    }
+
+    /// [`with_codec`](Self::with_codec) for a codec already shared.
+    pub fn shared(codec: SharedCodec, max_body_len: usize) -> Self {
+        let config = CodecConfig {
+            max_body_len,
+            ..CodecConfig::default()
+        };
+        Self::with_shared(codec, config)
+    }
+
+    fn with_shared(codec: SharedCodec, config: CodecConfig) -> Self {
         FrameDecoder {
             config,
+            codec,
+            head: Vec::new(),
             state: State::start(),
             error: None,
+            last_len: 0,
         }
     }
 
-    /// The configuration this decoder checks frames against.
+    /// The settings this decoder checks frames against. For a decoder made
+    /// with [`with_codec`](Self::with_codec) only
+    /// [`max_body_len`](CodecConfig::max_body_len) applies; the other
+    /// fields are the codec's business.
     pub fn config(&self) -> &CodecConfig {
         &self.config
+    }
+
+    /// The codec this decoder parses headers with.
+    pub fn codec(&self) -> &SharedCodec {
+        &self.codec
     }
 
     /// Decodes at most one frame from `input`.
@@ -354,33 +419,23 @@ impl FrameDecoder {
         }
         loop {
             match &mut self.state {
-                State::Header { buf, have } => {
-                    let n = (HEADER_LEN - *have).min(input.remaining());
-                    input.copy_to_slice(&mut buf[*have..*have + n]);
-                    *have += n;
-                    if *have < HEADER_LEN {
+                State::Header { want } => {
+                    let want = *want;
+                    while self.head.len() < want && input.has_remaining() {
+                        let chunk = input.chunk();
+                        let n = chunk.len().min(want - self.head.len());
+                        self.head.extend_from_slice(&chunk[..n]);
+                        input.advance(n);
+                    }
+                    if self.head.len() < want {
                         return Ok(None);
                     }
-                    let header = match check_header(&self.config, buf) {
-                        Ok(header) => header,
-                        Err(err) => {
-                            self.state = State::start();
-                            self.error = Some(err.clone());
-                            return Err(err);
-                        }
-                    };
-                    let extra = (header.head_len - HEADER_LEN_U32) as usize;
-                    self.state = if extra > 0 {
-                        State::SkipHead {
-                            header,
-                            remaining: extra,
-                        }
-                    } else {
-                        State::Body {
-                            header,
-                            body: Vec::new(),
-                        }
-                    };
+                    if let Err(err) = self.parse_head() {
+                        self.state = State::start();
+                        self.head.clear();
+                        self.error = Some(err.clone());
+                        return Err(err);
+                    }
                 }
                 State::SkipHead { header, remaining } => {
                     let n = (*remaining).min(input.remaining());
@@ -423,6 +478,76 @@ impl FrameDecoder {
         }
     }
 
+    /// Asks the codec about the header bytes held and moves on: wait for
+    /// more, skip an extension, or read the body. Holds the codec to its
+    /// contract, so a faulty codec cannot make the decoder loop or buffer
+    /// past its caps.
+    fn parse_head(&mut self) -> Result<(), DecodeError> {
+        let codec = self.codec.get();
+        let max_head = codec.max_head_len();
+        let have = self.head.len();
+        match codec.decode_head(&self.head)? {
+            HeadStatus::NeedMore { at_least } => {
+                if at_least <= have {
+                    return Err(DecodeError::malformed(format!(
+                        "the codec asked for {at_least} header bytes with {have} in hand"
+                    )));
+                }
+                if at_least > max_head {
+                    return Err(DecodeError::HeadTooLong {
+                        len: at_least,
+                        max: max_head,
+                    });
+                }
+                self.state = State::Header { want: at_least };
+            }
+            HeadStatus::Head(head) => {
+                if head.head_len < have.max(1) {
+                    return Err(DecodeError::malformed(format!(
+                        "the codec announced a {}-byte header after reading {have} bytes",
+                        head.head_len
+                    )));
+                }
+                if head.head_len > max_head {
+                    return Err(DecodeError::HeadTooLong {
+                        len: head.head_len,
+                        max: max_head,
+                    });
+                }
+                // `u32 -> usize` cannot fail on the 32/64-bit targets we
+                // build for; if it did, the body could not be held anyway.
+                let body_len = match usize::try_from(head.body_len) {
+                    Ok(len) if len <= self.config.max_body_len => len,
+                    _ => {
+                        return Err(DecodeError::BodyTooLarge {
+                            len: head.body_len,
+                            max: self.config.max_body_len,
+                        })
+                    }
+                };
+                let header = Header {
+                    head_len: head.head_len,
+                    cmd_id: head.cmd_id,
+                    seq: head.seq,
+                    body_len,
+                };
+                let extra = head.head_len - have;
+                self.state = if extra > 0 {
+                    State::SkipHead {
+                        header,
+                        remaining: extra,
+                    }
+                } else {
+                    State::Body {
+                        header,
+                        body: Vec::new(),
+                    }
+                };
+            }
+        }
+        Ok(())
+    }
+
     /// An iterator decoding every frame from `input`. It yields `Err` at most
     /// once and then stops; when it ends without error all of `input` has been
     /// taken.
@@ -436,15 +561,15 @@ impl FrameDecoder {
 
     /// The frame whose header has arrived but which is not complete yet, with
     /// progress counts (for the packet-gap timer). `None` between frames and
-    /// while the first 20 header bytes are still arriving.
+    /// while the header is still arriving.
     pub fn partial(&self) -> Option<PartialFrame> {
         if self.error.is_some() {
             return None;
         }
         let (header, received) = match &self.state {
             State::Header { .. } => return None,
-            State::SkipHead { header, remaining } => (header, header.head_len as usize - remaining),
-            State::Body { header, body } => (header, header.head_len as usize + body.len()),
+            State::SkipHead { header, remaining } => (header, header.head_len - remaining),
+            State::Body { header, body } => (header, header.head_len + body.len()),
         };
         Some(PartialFrame {
             cmd_id: header.cmd_id,
@@ -461,20 +586,26 @@ impl FrameDecoder {
             return false;
         }
         match &self.state {
-            State::Header { have, .. } => *have > 0,
+            State::Header { .. } => !self.head.is_empty(),
             State::SkipHead { .. } | State::Body { .. } => true,
         }
     }
 
     /// Bytes currently held by the decoder (header bytes of the current frame
     /// plus its body bytes received so far; skipped header-extension bytes are
-    /// not held). Never exceeds `20 + max_body_len`.
+    /// not held). Never exceeds the codec's `max_head_len` (20 for Mars)
+    /// plus `max_body_len`.
     pub fn buffered_len(&self) -> usize {
         match &self.state {
-            State::Header { have, .. } => *have,
-            State::SkipHead { .. } => HEADER_LEN,
-            State::Body { body, .. } => HEADER_LEN + body.len(),
+            State::Header { .. } | State::SkipHead { .. } => self.head.len(),
+            State::Body { body, .. } => self.head.len() + body.len(),
         }
+    }
+
+    /// Bytes on the wire (header, extension and body) of the frame the last
+    /// successful [`decode`](Self::decode) returned; 0 before the first.
+    pub fn last_frame_len(&self) -> usize {
+        self.last_len
     }
 
     /// The error that poisoned this decoder, if any.
@@ -490,56 +621,20 @@ impl FrameDecoder {
     /// Forgets any partial frame and error, ready for a new connection.
     pub fn reset(&mut self) {
         self.state = State::start();
+        self.head.clear();
         self.error = None;
     }
 
     fn finish(&mut self, header: Header, body: Bytes) -> Frame {
         self.state = State::start();
+        self.head.clear();
+        self.last_len = header.total();
         Frame {
             cmd_id: header.cmd_id,
             seq: header.seq,
             body,
         }
     }
-}
-
-/// Parses and validates the 20 known header bytes against `config`.
-fn check_header(config: &CodecConfig, buf: &[u8; HEADER_LEN]) -> Result<Header, DecodeError> {
-    let field = |i: usize| u32::from_be_bytes([buf[i], buf[i + 1], buf[i + 2], buf[i + 3]]);
-    let head_len = field(0);
-    let client_version = field(4);
-    let body_len = field(16);
-    let max_head = config.head_cap();
-    if !(HEADER_LEN_U32..=max_head).contains(&head_len) {
-        return Err(DecodeError::HeadLength {
-            head_len,
-            min: HEADER_LEN_U32,
-            max: max_head,
-        });
-    }
-    if client_version != config.client_version {
-        return Err(DecodeError::ClientVersion {
-            expected: config.client_version,
-            got: client_version,
-        });
-    }
-    // `u32 -> usize` cannot fail on the 32/64-bit targets we build for;
-    // if it did, the body could not be held anyway.
-    let body_len = match usize::try_from(body_len) {
-        Ok(len) if len <= config.max_body_len => len,
-        _ => {
-            return Err(DecodeError::BodyTooLarge {
-                len: body_len,
-                max: config.max_body_len,
-            })
-        }
-    };
-    Ok(Header {
-        head_len,
-        cmd_id: field(8),
-        seq: field(12),
-        body_len,
-    })
 }
 
 /// Makes room for `additional` more bytes without the capacity ever passing

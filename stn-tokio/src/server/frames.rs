@@ -3,12 +3,13 @@
 //! The partial frame stays in the connection's own read buffer (charged to
 //! the server's byte budget) rather than inside
 //! [`FrameDecoder`], whose partial body the server could not count: the
-//! reader peeks at the 20-byte header for the frame's length and hands the
-//! decoder only whole frames (or a header it will reject), so every frame's
-//! checks stay the decoder's.
+//! reader asks the codec about the header for the frame's length and hands
+//! the decoder only whole frames (or a header it will reject), so every
+//! frame's checks stay the decoder's.
 
 use bytes::BytesMut;
-use stn_proto::codec::longlink::{CodecConfig, DecodeError, Frame, FrameDecoder, HEADER_LEN};
+use stn_proto::codec::longlink::{DecodeError, Frame, FrameDecoder};
+use stn_proto::codec::{HeadStatus, SharedCodec};
 
 /// Why the stream cannot go on.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -26,16 +27,34 @@ pub(crate) enum FrameError {
 #[derive(Debug)]
 pub(crate) struct FrameReader {
     decoder: FrameDecoder,
-    max_head: u32,
+    codec: SharedCodec,
     max_body: usize,
 }
 
+/// What the bytes at the front of a buffer are, by the codec's reading.
+enum Peek {
+    /// The header is not in: this many bytes are needed to read it.
+    Header(usize),
+    /// A header within the caps announcing a frame of this many bytes.
+    Frame(usize),
+    /// A header the decoder rejects.
+    Invalid,
+}
+
 impl FrameReader {
-    pub(crate) fn new(codec: CodecConfig) -> Self {
+    /// A reader of Mars's 20-byte header with these settings.
+    #[cfg(any(test, fuzzing))]
+    pub(crate) fn new(codec: stn_proto::codec::longlink::CodecConfig) -> Self {
+        let mars = stn_proto::codec::MarsCodec::new(codec);
+        Self::with_codec(SharedCodec::new(mars), codec.max_body_len)
+    }
+
+    /// A reader of `codec`'s frames with bodies up to `max_body` bytes.
+    pub(crate) fn with_codec(codec: SharedCodec, max_body: usize) -> Self {
         FrameReader {
-            max_head: codec.max_head_len,
-            max_body: codec.max_body_len,
-            decoder: FrameDecoder::new(codec),
+            decoder: FrameDecoder::shared(codec.clone(), max_body),
+            codec,
+            max_body,
         }
     }
 
@@ -43,48 +62,56 @@ impl FrameReader {
     /// buffer may need to hold (plus one read's worth of the next frame).
     #[cfg(any(test, fuzzing))]
     pub(crate) fn max_frame(&self) -> usize {
-        (self.max_head as usize).saturating_add(self.max_body)
+        max_frame(self.codec.get(), self.max_body)
     }
 
-    /// The whole length of the frame at the front of `buf`, if its header
-    /// is in and within the caps (the decoder rejects it otherwise).
-    fn plausible_len(&self, buf: &[u8]) -> Option<usize> {
-        let header = buf.get(..HEADER_LEN)?;
-        let word =
-            |i: usize| u32::from_be_bytes([header[i], header[i + 1], header[i + 2], header[i + 3]]);
-        let (head_len, body_len) = (word(0), word(16) as usize);
-        let ok =
-            (HEADER_LEN as u32..=self.max_head).contains(&head_len) && body_len <= self.max_body;
-        ok.then(|| head_len as usize + body_len)
+    /// The codec's reading of the header at the front of `buf`, held to
+    /// the caps the decoder enforces.
+    fn peek(&self, buf: &[u8]) -> Peek {
+        let codec = self.codec.get();
+        let max_head = codec.max_head_len();
+        let view = &buf[..buf.len().min(max_head)];
+        match codec.decode_head(view) {
+            Ok(HeadStatus::NeedMore { at_least })
+                if at_least > view.len() && at_least <= max_head =>
+            {
+                Peek::Header(at_least)
+            }
+            Ok(HeadStatus::Head(head))
+                if (1..=max_head).contains(&head.head_len)
+                    && head.body_len as usize <= self.max_body =>
+            {
+                Peek::Frame(head.head_len + head.body_len as usize)
+            }
+            _ => Peek::Invalid,
+        }
     }
 
     /// The buffered length the frame at the front of `buf` needs: the
     /// header's length until the header is in, then the whole frame
     /// (at most [`max_frame`](Self::max_frame)).
     pub(crate) fn wanted(&self, buf: &[u8]) -> usize {
-        self.plausible_len(buf).unwrap_or(HEADER_LEN)
+        match self.peek(buf) {
+            Peek::Header(len) | Peek::Frame(len) => len,
+            Peek::Invalid => buf.len(),
+        }
     }
 
     /// Whether [`next_frame`](Self::next_frame) would take something (a
     /// whole frame, or a header it rejects) rather than ask for more bytes.
     pub(crate) fn ready(&self, buf: &[u8]) -> bool {
-        buf.len() >= HEADER_LEN
-            && self
-                .plausible_len(buf)
-                .is_none_or(|total| buf.len() >= total)
+        match self.peek(buf) {
+            Peek::Header(_) => false,
+            Peek::Frame(total) => buf.len() >= total,
+            Peek::Invalid => true,
+        }
     }
 
     /// Takes the next whole frame off the front of `buf`. `Ok(None)`: more
     /// bytes needed (nothing taken). An error poisons the reader: the
     /// stream has lost its framing.
     pub(crate) fn next_frame(&mut self, buf: &mut BytesMut) -> Result<Option<Frame>, FrameError> {
-        if buf.len() < HEADER_LEN {
-            return Ok(None);
-        }
-        if self
-            .plausible_len(buf)
-            .is_some_and(|total| buf.len() < total)
-        {
+        if !self.ready(buf) {
             return Ok(None);
         }
         // Either the whole frame is here, or the header is one the decoder
@@ -96,10 +123,15 @@ impl FrameReader {
     }
 }
 
+/// The longest frame `codec` can announce with bodies up to `max_body`.
+pub(crate) fn max_frame(codec: &dyn stn_proto::codec::LongLinkCodec, max_body: usize) -> usize {
+    codec.max_head_len().saturating_add(max_body)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use stn_proto::codec::longlink::encode_to_bytes;
+    use stn_proto::codec::longlink::{encode_to_bytes, CodecConfig, HEADER_LEN};
 
     fn reader() -> FrameReader {
         FrameReader::new(CodecConfig {

@@ -12,6 +12,7 @@
 //! | [`long_input`] | the long link's `FrameReader`, `classify` and `answer` (the whole input path of a connection but the socket) | buffered bytes stay under the largest valid frame; whole / byte-at-a-time / random chunks agree; every frame re-encodes and decodes to itself; identify, noop and hello answers carry the request's cmd id and seq and the documented bodies; nothing is answered under `NeverRespond`; a decode error ends the stream |
 
 use stn_proto::codec::longlink::{self, CodecConfig, Frame, FrameDecoder, HEADER_LEN};
+use stn_proto::codec::MarsCodec;
 // What a target is and the corpus replay: one file for the three crates
 // with fuzz targets (see its docs).
 #[path = "../../../stn-proto/src/fuzzing/corpus.rs"]
@@ -240,8 +241,9 @@ fn read_stream(
         |buf| {
             let frame = reader.borrow_mut().next_frame(buf)?;
             Ok(frame.map(|frame| {
-                let kind = classify(&frame, DEFAULT_HELLO_CMD_ID, fault);
-                let reply = answer(&frame, kind, None);
+                let mars = MarsCodec::new(codec);
+                let kind = classify(&frame, DEFAULT_HELLO_CMD_ID, fault, &mars);
+                let reply = answer(&frame, kind, None, &mars);
                 (frame, reply)
             }))
         },
@@ -265,7 +267,7 @@ fn check_frame(codec: CodecConfig, fault: Fault, frame: &Frame, reply: Option<&F
     let mut decoder = FrameDecoder::new(codec);
     let again = decoder.decode(&mut &wire[..]).expect("re-decodes");
     assert_eq!(again.as_ref(), Some(frame));
-    let kind = classify(frame, DEFAULT_HELLO_CMD_ID, fault);
+    let kind = classify(frame, DEFAULT_HELLO_CMD_ID, fault, &MarsCodec::new(codec));
     let Some(reply) = reply else {
         assert!(matches!(kind, FrameKind::Unanswered | FrameKind::Unknown));
         return;

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use super::ServerStream;
 use bytes::{BufMut, Bytes, BytesMut};
-use stn_proto::codec::longlink::{self, Frame, HEADER_LEN, IDENTIFY_SEQ, NOOP_CMD_ID};
+use stn_proto::codec::longlink::{Frame, HEADER_LEN, IDENTIFY_SEQ};
+use stn_proto::codec::LongLinkCodec;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -19,8 +20,9 @@ use super::budget::Charge;
 use super::frames::FrameReader;
 use super::inbuf::InBuf;
 use super::{
-    bump, close_gracefully, discard_until_closed, hello_response_body, identify_response_body,
-    reset_mid_response, stopped, Fault, LinkQueue, Shared, GARBAGE, PUSH_QUEUE,
+    bump, close_gracefully, discard_until_closed, encode_frame, hello_response_body,
+    identify_response_body, reset_mid_response, stopped, Fault, LinkQueue, Shared, GARBAGE,
+    PUSH_QUEUE,
 };
 
 /// What a received frame is, for answering it (the server's dispatch table,
@@ -31,7 +33,8 @@ pub(crate) enum FrameKind {
     Unanswered,
     /// seq [`IDENTIFY_SEQ`]: answered at once with [`identify_response_body`].
     Identify,
-    /// cmd id [`NOOP_CMD_ID`]: echoed at once.
+    /// A noop by the codec ([`LongLinkCodec::is_noop`]; Mars: cmd id 6):
+    /// answered at once with [`LongLinkCodec::noop_response`] (Mars: echoed).
     Noop,
     /// The hello cmd id: answered after the delay, subject to the fault.
     Hello,
@@ -40,12 +43,17 @@ pub(crate) enum FrameKind {
 }
 
 /// Classifies `frame` (see [`FrameKind`]).
-pub(crate) fn classify(frame: &Frame, hello_cmd_id: u32, fault: Fault) -> FrameKind {
+pub(crate) fn classify(
+    frame: &Frame,
+    hello_cmd_id: u32,
+    fault: Fault,
+    codec: &dyn LongLinkCodec,
+) -> FrameKind {
     if fault == Fault::NeverRespond {
         FrameKind::Unanswered
     } else if frame.seq == IDENTIFY_SEQ {
         FrameKind::Identify
-    } else if frame.cmd_id == NOOP_CMD_ID {
+    } else if codec.is_noop(frame) {
         FrameKind::Noop
     } else if frame.cmd_id == hello_cmd_id {
         FrameKind::Hello
@@ -56,12 +64,14 @@ pub(crate) fn classify(frame: &Frame, hello_cmd_id: u32, fault: Fault) -> FrameK
 
 /// The answer to `frame` of `kind` that the server writes (after the delay,
 /// and subject to the fault, for a hello), if any: identify → same cmd id
-/// and seq with [`identify_response_body`]; noop → the frame echoed; hello
-/// → same cmd id and seq with [`hello_response_body`].
+/// and seq with [`identify_response_body`]; noop → the codec's
+/// `noop_response` (Mars: the frame echoed); hello → same cmd id and seq
+/// with [`hello_response_body`].
 pub(crate) fn answer(
     frame: &Frame,
     kind: FrameKind,
     response_size: Option<usize>,
+    codec: &dyn LongLinkCodec,
 ) -> Option<Frame> {
     match kind {
         FrameKind::Identify => Some(Frame::new(
@@ -69,7 +79,7 @@ pub(crate) fn answer(
             frame.seq,
             identify_response_body(&frame.body),
         )),
-        FrameKind::Noop => Some(frame.clone()),
+        FrameKind::Noop => Some(codec.noop_response(frame)),
         FrameKind::Hello => Some(Frame::new(
             frame.cmd_id,
             frame.seq,
@@ -209,7 +219,7 @@ impl Connection<'_> {
     ) -> End {
         let config = &self.shared.config;
         let idle_timeout = config.long_idle_timeout();
-        let mut reader = FrameReader::new(config.codec());
+        let mut reader = FrameReader::with_codec(self.shared.codec.clone(), config.max_frame_body);
         let mut last_frame = Instant::now();
         // When the first byte of the frame in progress arrived.
         let mut frame_started: Option<Instant> = None;
@@ -290,8 +300,9 @@ impl Connection<'_> {
         let counters = &shared.counters;
         bump(&counters.frames_received);
         let fault = shared.fault();
-        let kind = classify(&frame, shared.config.hello_cmd_id, fault);
-        let Some(response) = answer(&frame, kind, shared.config.response_size) else {
+        let codec = shared.codec.get();
+        let kind = classify(&frame, shared.config.hello_cmd_id, fault, codec);
+        let Some(response) = answer(&frame, kind, shared.config.response_size, codec) else {
             let (counter, why) = if kind == FrameKind::Unanswered {
                 (&counters.faults_injected, "fault: not answering")
             } else {
@@ -352,7 +363,7 @@ impl Connection<'_> {
             Fault::NeverRespond => None,
             Fault::ResetMidResponse => {
                 bump(&counters.faults_injected);
-                match longlink::encode_to_bytes(response, config.client_version) {
+                match encode_frame(self.shared.codec.get(), response) {
                     Ok(wire) => Some(End::Reset(wire)),
                     Err(_) => Some(End::Reset(Bytes::from_static(GARBAGE))),
                 }
@@ -381,7 +392,7 @@ impl Connection<'_> {
     async fn write_frame(&mut self, frame: &Frame) -> Option<End> {
         // The body never exceeds u32::MAX: it is at most a received body, or
         // `response_size` bytes, and a huge configured size is a caller error.
-        let wire = match longlink::encode_to_bytes(frame, self.shared.config.client_version) {
+        let wire = match encode_frame(self.shared.codec.get(), frame) {
             Ok(wire) => wire,
             Err(err) => {
                 tracing::error!(conn = self.conn, %err, "cannot encode response");

@@ -85,7 +85,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
-use stn_proto::codec::longlink::{self, CodecConfig, Frame, DEFAULT_MAX_BODY, PUSH_SEQ};
+use stn_proto::codec::longlink::{CodecConfig, Frame, DEFAULT_MAX_BODY, PUSH_SEQ};
+use stn_proto::codec::{MarsCodec, SharedCodec};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -219,8 +220,18 @@ pub struct ServerConfig {
     /// interval.
     pub push_every: Option<Duration>,
     /// Long-link client version: written into every frame; received frames
-    /// with another value close the connection (Mars §5.1).
+    /// with another value close the connection (Mars §5.1). A setting of
+    /// the default codec (Mars's 20-byte header); a
+    /// [`long_link_codec`](Self::long_link_codec) has its own.
     pub client_version: u32,
+    /// The long-link frame format: `None` (the default) is Mars's 20-byte
+    /// header with [`client_version`](Self::client_version); `Some` serves a
+    /// deployment's own packer, the same
+    /// [`LongLinkCodec`](stn_proto::codec::LongLinkCodec) its clients use.
+    /// The codec also says which frames are noops (echoed with its
+    /// `noop_response`). Bodies stay capped by
+    /// [`max_frame_body`](Self::max_frame_body) whatever the codec.
+    pub long_link_codec: Option<SharedCodec>,
     /// Largest long-link frame body accepted; a header announcing more closes
     /// the connection before any of the body is read.
     pub max_frame_body: usize,
@@ -308,6 +319,7 @@ impl Default for ServerConfig {
             push_cmd_id: DEFAULT_PUSH_CMD_ID,
             push_every: None,
             client_version: 0,
+            long_link_codec: None,
             max_frame_body: DEFAULT_MAX_BODY,
             cgi_paths: vec![DEFAULT_CGI_PATH.to_owned()],
             max_http_head: 16 * 1024,
@@ -333,12 +345,16 @@ impl Default for ServerConfig {
 }
 
 impl ServerConfig {
-    fn codec(&self) -> CodecConfig {
-        CodecConfig {
-            client_version: self.client_version,
-            max_body_len: self.max_frame_body,
-            ..CodecConfig::default()
-        }
+    /// The long-link codec in use: [`long_link_codec`](Self::long_link_codec),
+    /// or Mars's header with [`client_version`](Self::client_version).
+    fn frame_codec(&self) -> SharedCodec {
+        self.long_link_codec.clone().unwrap_or_else(|| {
+            SharedCodec::new(MarsCodec::new(CodecConfig {
+                client_version: self.client_version,
+                max_body_len: self.max_frame_body,
+                ..CodecConfig::default()
+            }))
+        })
     }
 
     /// How long a long link may go without a complete frame:
@@ -352,7 +368,7 @@ impl ServerConfig {
     /// long-link frame or a short-link request, whichever link is served.
     fn largest_message(&self) -> usize {
         let frame = self.long_addr.map_or(0, |_| {
-            (self.codec().max_head_len as usize).saturating_add(self.max_frame_body)
+            frames::max_frame(self.frame_codec().get(), self.max_frame_body)
         });
         let request = self
             .short_addr
@@ -600,6 +616,8 @@ struct LinkQueue {
 #[derive(Debug)]
 struct Shared {
     config: ServerConfig,
+    /// `config.frame_codec()`, resolved once.
+    codec: SharedCodec,
     fault: AtomicU8,
     counters: Counters,
     budget: Budget,
@@ -610,6 +628,16 @@ struct Shared {
     refusal_log: RateLimitedLog,
     accept_error_log: RateLimitedLog,
     push_drop_log: RateLimitedLog,
+}
+
+/// `frame` on the wire in `codec`'s format.
+fn encode_frame(
+    codec: &dyn stn_proto::codec::LongLinkCodec,
+    frame: &Frame,
+) -> Result<Bytes, stn_proto::codec::longlink::EncodeError> {
+    let mut wire = bytes::BytesMut::with_capacity(frame.encoded_len());
+    codec.encode(frame, &mut wire)?;
+    Ok(wire.freeze())
 }
 
 impl Shared {
@@ -627,7 +655,7 @@ impl Shared {
 
     fn push(&self, cmd_id: u32, body: Bytes) -> usize {
         let frame = Frame::new(cmd_id, PUSH_SEQ, body);
-        let wire = match longlink::encode_to_bytes(&frame, self.config.client_version) {
+        let wire = match encode_frame(self.codec.get(), &frame) {
             Ok(wire) => wire,
             Err(err) => {
                 tracing::warn!(%err, "push not sent");
@@ -688,6 +716,7 @@ impl Server {
         let shared = Arc::new(Shared {
             fault: AtomicU8::new(config.fault.to_u8()),
             budget: Budget::new(config.buffer_budget),
+            codec: config.frame_codec(),
             config,
             counters: Counters::default(),
             admission: Admission::default(),
