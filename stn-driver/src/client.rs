@@ -774,7 +774,7 @@ impl<R> Client<R> {
     /// and does not reconnect; tasks that may use the short link go there
     /// (their attempt on the long link is interrupted and retried); a task
     /// that can only use the long link ends at once with
-    /// [`Error::Task`](crate::Error::Task)`(Local(LongLinkUnavailable))`,
+    /// [`Error::Task`](crate::Error::Task)`(Local(LongLinkDisabled))`,
     /// now or when sent later. On: a fresh long link connects at once.
     /// [`link_status`](Self::link_status) and
     /// [`snapshot`](Self::snapshot) show

@@ -1357,7 +1357,7 @@ impl Engine {
                 Channel::Long if self.long_disabled => {
                     // Disabling moved every task that may go short there:
                     // this one has nowhere to go.
-                    self.finish(id, Err(LocalError::LongLinkUnavailable.into()));
+                    self.finish(id, Err(LocalError::LongLinkDisabled.into()));
                     progressed = true;
                 }
                 Channel::Long => {

@@ -137,10 +137,16 @@ pub enum LocalError {
     /// the task is retried if it has retries left).
     #[error("attempt interrupted by a network change")]
     Interrupted,
-    /// The task needs the long link and the long link is disabled or gone
+    /// The task needs the long link and the long link is gone
     /// (Mars `kEctLocalLongLinkUnAvailable`).
     #[error("the long link is unavailable")]
     LongLinkUnavailable,
+    /// The task can only use the long link and the app has disabled it
+    /// ([`Engine::set_long_link_enabled`](crate::Engine::set_long_link_enabled)`(false)`;
+    /// Mars `DisableLongLink`, reported with Mars's
+    /// `kEctLocalLongLinkUnAvailable` code).
+    #[error("the long link is disabled by the app (set_long_link_enabled(false))")]
+    LongLinkDisabled,
 }
 
 /// Which anti-avalanche limit refused a task (Mars `ReportTaskLimited` type).
@@ -424,7 +430,9 @@ impl Error {
                     LocalError::InvalidTask(e) => e.mars_code(),
                     LocalError::NoNetwork => LOCAL_NO_NET,
                     LocalError::Interrupted => LOCAL_CANCEL,
-                    LocalError::LongLinkUnavailable => LOCAL_LONG_LINK_UNAVAILABLE,
+                    LocalError::LongLinkUnavailable | LocalError::LongLinkDisabled => {
+                        LOCAL_LONG_LINK_UNAVAILABLE
+                    }
                 },
             ),
             Error::Rejected(_) => (ECT_LOCAL, LOCAL_ANTI_AVALANCHE),
@@ -472,7 +480,7 @@ impl Error {
     ///
     /// Not retryable (the task ends): the task timeout, a cancel or shutdown,
     /// an anti-avalanche rejection, an invalid task, no network, an unavailable
-    /// long link, and a decode failure (Mars's `TaskEnd` handling of
+    /// or disabled long link, and a decode failure (Mars's `TaskEnd` handling of
     /// `kEctEnDecode`). Retryable: every network failure — DNS, connect,
     /// socket, the per-attempt timeouts, non-200 HTTP statuses, protocol
     /// errors — and an attempt interrupted by a network change.
@@ -532,6 +540,12 @@ mod tests {
             (LocalError::Interrupted.into(), (9, -7), F::Local, true),
             (
                 LocalError::LongLinkUnavailable.into(),
+                (9, -16),
+                F::Local,
+                false,
+            ),
+            (
+                LocalError::LongLinkDisabled.into(),
                 (9, -16),
                 F::Local,
                 false,

@@ -76,7 +76,7 @@ impl Engine {
     /// [`ChannelChoice::AtSubmit`](super::ChannelChoice::AtSubmit) a task
     /// that chose the long link at submit). A task that can only use the
     /// long link ends at once with
-    /// [`LocalError::LongLinkUnavailable`], whether it was queued, in flight
+    /// [`LocalError::LongLinkDisabled`], whether it was queued, in flight
     /// or submitted later, rather than wait for a link that will not come.
     /// Mars sends every task to its short-link manager once the long link is
     /// disabled, long-only ones too, where a task without a CGI fails; stn
@@ -107,7 +107,7 @@ impl Engine {
     ///     Output::Event(Event::TaskFinished { id: done, outcome, .. }) if done == id => Some(outcome),
     ///     _ => None,
     /// });
-    /// assert_eq!(ended, Some(Err(LocalError::LongLinkUnavailable.into())));
+    /// assert_eq!(ended, Some(Err(LocalError::LongLinkDisabled.into())));
     /// ```
     pub fn set_long_link_enabled(&mut self, now: Instant, enabled: bool) {
         let now = self.clock.observe(now);
@@ -150,7 +150,7 @@ impl Engine {
             .collect();
         // In id order whatever the task table's iteration order.
         long_class.sort_unstable_by_key(|(id, ..)| *id);
-        let gone: Error = LocalError::LongLinkUnavailable.into();
+        let gone: Error = LocalError::LongLinkDisabled.into();
         for (id, may_go_short, judging) in long_class {
             if may_go_short {
                 let Some(e) = self.tasks.get(&id) else {

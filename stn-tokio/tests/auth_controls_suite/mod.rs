@@ -138,11 +138,11 @@ fn both(body: &str) -> Task {
 }
 
 fn is_long_link_unavailable(e: &Error) -> bool {
-    e.task_error() == Some(&ProtoError::Local(LocalError::LongLinkUnavailable))
+    e.task_error() == Some(&ProtoError::Local(LocalError::LongLinkDisabled))
 }
 
 /// Disabling closes the long link with tasks of every kind in flight: the
-/// long-only one ends at once with `LongLinkUnavailable`, the `Both` one
+/// long-only one ends at once with `LongLinkDisabled`, the `Both` one
 /// finishes on the short link, the short one is untouched; no reconnect;
 /// the status stream and the snapshot say `Disabled`; enabling reconnects.
 pub(crate) async fn long_link_disable_and_enable<H: Harness>() {

@@ -228,7 +228,7 @@ fn disabling_the_long_link_moves_tasks_short_ends_long_only_ones_and_stops_recon
     assert!(a.contains(&Output::Event(Event::LongLink(LinkStatus::Disabled))));
     assert_eq!(
         h.outcome(long_only),
-        Err(LocalError::LongLinkUnavailable.into())
+        Err(LocalError::LongLinkDisabled.into())
     );
     // The Both task was interrupted on the long link and goes short now.
     let moved = connects(&a);
@@ -243,7 +243,7 @@ fn disabling_the_long_link_moves_tasks_short_ends_long_only_ones_and_stops_recon
     let late_long = h.submit(Task::new(103, "", "late").channel(Channel::Long));
     assert_eq!(
         h.outcome(late_long),
-        Err(LocalError::LongLinkUnavailable.into())
+        Err(LocalError::LongLinkDisabled.into())
     );
     let late_both = h.submit(Task::new(104, "/cgi", "late both"));
     let late_conn = connects(&h.log).last().expect("late connect").0;
@@ -252,10 +252,7 @@ fn disabling_the_long_link_moves_tasks_short_ends_long_only_ones_and_stops_recon
     // The verdict on the held response asks a retry: nowhere to go.
     assert!(h.e.judge(h.now, judged, Verdict::Retry));
     h.drain();
-    assert_eq!(
-        h.outcome(judged),
-        Err(LocalError::LongLinkUnavailable.into())
-    );
+    assert_eq!(h.outcome(judged), Err(LocalError::LongLinkDisabled.into()));
     // No reconnect, however long we wait.
     h.advance(secs(120));
     let after = connects(&h.log);
