@@ -270,8 +270,8 @@ fn garbage_and_huge_lengths_close_only_their_connection() {
 /// 120 connections each hold a partial 1 MiB frame or body (half of it
 /// sent, 60 MiB in all): the server's buffered bytes stay within its 4 MiB
 /// budget (it stops reading instead), normal calls keep succeeding, and
-/// every partial one is closed by the request timeout, giving all the
-/// memory back.
+/// every partial one is closed by the request timeout (or the idle timeout,
+/// if the budget never let it read), giving all the memory back.
 #[test]
 fn partial_frames_and_bodies_stay_within_the_budget() {
     run(async {
@@ -317,7 +317,12 @@ fn partial_frames_and_bodies_stay_within_the_budget() {
         })
         .await;
         let stats = server.stats();
-        assert!(stats.deadline_closes >= 120, "{stats:?}");
+        // A partial one is closed by the request timeout, or, if the full
+        // budget kept it from reading its first chunk, by the idle timeout.
+        assert!(
+            stats.deadline_closes + stats.idle_closes >= 120,
+            "{stats:?}"
+        );
         assert_within_budget(&stats);
         normal_calls(&client, 2, "after").await;
         client.shutdown().await;
