@@ -817,9 +817,12 @@ impl<R> Client<R> {
         rx
     }
 
-    /// A stream of the long link's status changes from now on (connecting,
-    /// connected with its endpoint, disconnected), so an app need not poll
-    /// [`snapshot`](Self::snapshot). Bounded like [`reports`](Self::reports)
+    /// A stream of the long link's status: first its status when the
+    /// subscription reaches the client's task (if the long link has one
+    /// yet), then every change (connecting, connected with its endpoint,
+    /// disconnected, disabled), so an app need not poll
+    /// [`snapshot`](Self::snapshot) and cannot miss a change that happened
+    /// while it subscribed. Bounded like [`reports`](Self::reports)
     /// (drop-oldest, counted in [`Events::lagged`]). Ends once the client is
     /// shut down.
     ///

@@ -565,7 +565,8 @@ impl Driver {
             Control::Subscribe(sub) => self.subscribers.push(sub),
             Control::SubscribeReports(sub) => self.reports.add(sub),
             Control::SubscribeLinkStatus(sub) => {
-                self.link_status.add(sub);
+                self.link_status
+                    .add_with_current(sub, self.long_link.as_ref());
             }
             Control::ExportHistory(tx) => {
                 let bytes = self

@@ -120,6 +120,20 @@ impl<T: Clone> Publisher<T> {
         self.subscribers.push(queue.0);
     }
 
+    /// Adds a subscriber's queue whose first entry is `current` (a state
+    /// stream: a subscriber learns where things stand, then each change).
+    pub(crate) fn add_with_current(&mut self, queue: Subscription<T>, current: Option<&T>) {
+        if let Some(item) = current {
+            let mut q = lock(&queue.0);
+            q.items.push_back(item.clone());
+            // The app may already wait on the stream.
+            if let Some(w) = q.waker.take() {
+                w.wake();
+            }
+        }
+        self.add(queue);
+    }
+
     /// Offers `item` to every stream, dropping each full one's oldest entry,
     /// and forgets streams the app dropped.
     pub(crate) fn publish(&mut self, item: &T) {
