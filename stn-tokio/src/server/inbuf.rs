@@ -77,13 +77,18 @@ impl<'a> InBuf<'a> {
     /// buffered: an exact allocation keeps the charge equal to the memory.
     ///
     /// The new capacity doubles (and is at least [`FIRST_CHUNK`] past what
-    /// is buffered) but stops at the larger of `want` and `FIRST_CHUNK` past
-    /// what is buffered: a head of unknown length (`want` one byte past what
-    /// is buffered) is read `FIRST_CHUNK` at a time, not a byte per read.
+    /// is buffered) but stops at `want` when the message's length is known.
+    /// A head of unknown length (`want` one byte past what is buffered) is
+    /// read `FIRST_CHUNK` at a time, not a byte per read.
     fn grow(&mut self, want: usize) -> bool {
         let len = self.buf.len();
         let doubled = self.buf.capacity().saturating_mul(2).max(len + FIRST_CHUNK);
-        let new_cap = want.max(len + FIRST_CHUNK).min(doubled);
+        let want = if want <= len + 1 {
+            len + FIRST_CHUNK
+        } else {
+            want
+        };
+        let new_cap = want.min(doubled);
         if !self.charge.try_set(new_cap) {
             return false;
         }
