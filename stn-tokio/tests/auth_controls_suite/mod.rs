@@ -11,11 +11,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use stn_driver::proto::{Channel, Error as ProtoError, LinkStatus, LocalError, Task, Verdict};
+use stn_driver::proto::{
+    Channel, Error as ProtoError, JudgeRequest, LinkStatus, LocalError, Task, Verdict,
+};
 use stn_driver::{BoxFuture, Builder, Client, Error, Events, Finished, Runtime};
 use stn_tokio::server::ServerConfig;
 
 use crate::client_suite::{bounded, builder, stats_eventually, Harness, ServerHost};
+
+mod holding;
+use holding::HoldingServer;
 
 /// How long a task that must wait is watched before the test says it
 /// waited (it must never end before the app's answer, so a longer watch
@@ -80,20 +85,25 @@ pub(crate) async fn auth_per_host_and_user<H: Harness>() {
     client.shutdown().await;
 }
 
+/// A judge that answers the first response starting with `expire` with a
+/// session timeout (and sets `expired`), and accepts everything else.
+fn session_expires_once(expired: Arc<AtomicBool>) -> impl Fn(&JudgeRequest) -> Verdict {
+    move |req| {
+        if req.response.body.starts_with(b"expire") && !expired.swap(true, Ordering::SeqCst) {
+            Verdict::SessionTimeout
+        } else {
+            Verdict::Accept
+        }
+    }
+}
+
 /// A session timeout on a.test de-auths a.test only: b.test's need-auth
 /// tasks go on; the expired task's free retry waits for a.test's re-login.
 pub(crate) async fn session_timeout_deauths_its_host_only<H: Harness>() {
     let server = ServerHost::healthy();
     let expired_once = Arc::new(AtomicBool::new(false));
-    let flag = expired_once.clone();
     let client = debug_short::<H>(&server)
-        .judge(move |req| {
-            if req.response.body.starts_with(b"expire") && !flag.swap(true, Ordering::SeqCst) {
-                Verdict::SessionTimeout
-            } else {
-                Verdict::Accept
-            }
-        })
+        .judge(session_expires_once(expired_once.clone()))
         .build()
         .expect("client");
     client.set_authed(true);
@@ -115,6 +125,63 @@ pub(crate) async fn session_timeout_deauths_its_host_only<H: Harness>() {
     );
     assert_eq!(src.attempts, 2, "one free retry after the session timeout");
     assert_eq!(done::<H>(on_a).await.outcome.expect("a2").body, "a2");
+    client.shutdown().await;
+}
+
+fn long_need_auth(body: &str, user: &str) -> Task {
+    Task::new(8, "", body.to_owned())
+        .channel(Channel::Long)
+        .need_authed(true)
+        .user_id(user)
+        .retry_count(0)
+        .limit_frequency(false)
+}
+
+/// A session timeout on the long link redoes only the running need-auth
+/// tasks of its own user (Mars's `LongLinkTaskManager::RetryTasks` with the
+/// user id): the same user's task in flight is redone with a retry (it has
+/// none, so it ends), another user's task in flight is only interrupted when
+/// the link drops after the redo, and is sent again for free. The server
+/// holds both answers until the verdict is in, so both are in flight at the
+/// session timeout whatever the timing.
+pub(crate) async fn session_timeout_redo_is_scoped_to_its_user_on_the_long_link<H: Harness>() {
+    let server = HoldingServer::start();
+    let expired_once = Arc::new(AtomicBool::new(false));
+    let client = Client::<H::Rt>::builder()
+        .endpoint("127.0.0.1")
+        .long_link_port(server.addr().port())
+        .seed(7)
+        .judge(session_expires_once(expired_once.clone()))
+        .build()
+        .expect("client");
+    client.set_authed(true);
+    let same = spawn_send::<H, _>(&client, long_need_auth("hold alice", "alice"));
+    let other = spawn_send::<H, _>(&client, long_need_auth("hold bob", "bob"));
+    while server.received("hold alice") + server.received("hold bob") < 2 {
+        H::sleep(Duration::from_millis(5)).await;
+    }
+    let mut src = spawn_send::<H, _>(&client, long_need_auth("expire", "alice"));
+    let same = done::<H>(same).await;
+    let err = same.outcome.expect_err("alice's task in flight is redone");
+    assert_eq!(err.task_error(), Some(&ProtoError::Decode), "{err}");
+    assert_eq!(same.attempts, 1, "redone with a retry it does not have");
+    assert!(expired_once.load(Ordering::SeqCst));
+    // Bob's task goes out again on the new link and waits there.
+    while server.received("hold bob") < 2 {
+        H::sleep(Duration::from_millis(5)).await;
+    }
+    // Alice's expired task waits for her re-login.
+    still_waiting::<H>(&mut src, "alice's expired task").await;
+    server.release();
+    let other = done::<H>(other).await;
+    assert_eq!(other.outcome.expect("bob's task").body, "hold bob");
+    assert_eq!(other.attempts, 2, "interrupted, then sent again for free");
+    client.set_authed(true);
+    let src = done::<H>(src).await;
+    assert_eq!(src.outcome.expect("after re-login").body, "expire");
+    assert_eq!(src.attempts, 2, "one free retry after the session timeout");
+    assert_eq!(server.received("hold alice"), 1);
+    assert_eq!(server.received("expire"), 2);
     client.shutdown().await;
 }
 
@@ -213,6 +280,7 @@ macro_rules! auth_controls_suite {
     ($h:ty) => {
         auth_controls_suite!(@tests $h;
             auth_per_host_and_user, session_timeout_deauths_its_host_only,
+            session_timeout_redo_is_scoped_to_its_user_on_the_long_link,
             long_link_disable_and_enable);
     };
     (@tests $h:ty; $($name:ident),*) => {
