@@ -20,8 +20,10 @@
 //! - `bench --known-misses FILE` (the matrix and tls gates in CI) exits
 //!   non-zero when a matrix or tls cell misses the gate and is not listed in FILE (see
 //!   `stn_sim::bench::gate`); listed cells that now pass are named so the
-//!   list can shrink. `--write-known-misses FILE` writes the current misses
-//!   in that format.
+//!   list can shrink; it refuses a list that names a cell with no traced
+//!   cause in `stn-sim/miss-reasons.txt` (embedded: the report prints each
+//!   miss with its cause). `--write-known-misses FILE` writes the current
+//!   misses in that format.
 //! - `run` runs a scenario file (format: `stn_sim::scenario`) and prints the
 //!   same tables; `--out` also writes the report files.
 //! - `trace` prints one run's simulator trace, one event per line, then its
@@ -284,6 +286,7 @@ fn bench(a: BenchArgs) -> Result<(), String> {
         report.runs.extend(runs);
     }
     bar.finish_and_clear();
+    report.misses = stn_sim::bench::gate::misses(&report.runs);
     let wall = clock.secs();
     let command = bench_command(&a);
     let files = report::write_report_dir(&a.out, &report, &command)
@@ -333,6 +336,14 @@ fn matrix_gate(a: &BenchArgs, runs: &[RunRecord], command: &str) -> Result<(), S
     let text = std::fs::read_to_string(path)
         .map_err(|e| format!("reading the known-misses list {}: {e}", path.display()))?;
     let known = gate::parse_known_misses(&text);
+    let untraced = gate::untraced(&known);
+    if !untraced.is_empty() {
+        return Err(format!(
+            "{} lists misses with no traced cause in stn-sim/miss-reasons.txt: {}",
+            path.display(),
+            untraced.join(", ")
+        ));
+    }
     if verdicts.is_empty() {
         return Err(
             "--known-misses given but the matrix suite did not run (nor the tls suite)".into(),

@@ -10,13 +10,40 @@
 //!
 //! Every miss carries its evidence: the figures of the runs that show where
 //! stn's time went against the best other client (failures, connects per
-//! call, slow calls). Why the engine behaves so is for the trace
-//! (`docs/matrix.md` says how to replay a cell).
+//! call, slow calls), and its cause as traced (`docs/matrix.md` says how to
+//! replay a cell): one line per cell in `stn-sim/miss-reasons.txt`, embedded
+//! here ([`REASONS`]), or "cause not traced".
 
 use std::fmt::Write as _;
 
 use crate::bench::matrix::{cells, Cell};
-use crate::bench::record::RunRecord;
+use crate::bench::record::{GateMiss, RunRecord};
+
+/// The traced cause of each missed cell, `platform scenario | cause` per
+/// line (`stn-sim/miss-reasons.txt`, the one place these causes live).
+pub const REASONS: &str = include_str!("../../miss-reasons.txt");
+
+/// What a miss whose cell has no line in [`REASONS`] prints.
+pub const NOT_TRACED: &str = "cause not traced";
+
+/// Reads a reasons file: `key | cause` per line; lines starting with `#`
+/// and blank lines are skipped, as is a line without ` | `.
+pub fn parse_reasons(text: &str) -> Vec<(&str, &str)> {
+    text.lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .filter_map(|l| l.split_once(" | "))
+        .map(|(k, c)| (k.trim(), c.trim()))
+        .collect()
+}
+
+/// The traced cause of the cell `key`, from [`REASONS`].
+pub fn cause(key: &str) -> Option<&'static str> {
+    parse_reasons(REASONS)
+        .into_iter()
+        .find(|(k, _)| *k == key)
+        .map(|(_, c)| c)
+}
 
 /// What counts as a failure-gate allowance: calls per 100 successes.
 pub const FAIL_ALLOWANCE_PER_100: f64 = 1.0;
@@ -214,6 +241,27 @@ pub fn verdict(cell: &Cell, records: &[&RunRecord]) -> Option<CellVerdict> {
     })
 }
 
+/// Every miss of the matrix and tls gates in `records`, with its evidence
+/// and traced cause (the `misses` of `report.json`).
+pub fn misses(records: &[RunRecord]) -> Vec<GateMiss> {
+    let matrix = verdicts(records).into_iter().map(|v| ("matrix", v));
+    let tls = crate::bench::tls_suite::verdicts(records)
+        .into_iter()
+        .map(|v| ("tls", v));
+    matrix
+        .chain(tls)
+        .filter(|(_, v)| !v.met())
+        .map(|(suite, v)| GateMiss {
+            suite: suite.to_owned(),
+            key: v.key(),
+            ratio: v.ratio,
+            allowed: v.allowed,
+            evidence: v.evidence(),
+            cause: cause(&v.key()).map(str::to_owned),
+        })
+        .collect()
+}
+
 /// The verdicts on every matrix cell that has records, in cell order.
 pub fn verdicts(records: &[RunRecord]) -> Vec<CellVerdict> {
     verdicts_in(records, crate::bench::Suite::Matrix, &cells(false))
@@ -274,12 +322,23 @@ pub fn check_known(verdicts: &[CellVerdict], known: &[String]) -> (Vec<String>, 
     (new_misses, fixed)
 }
 
+/// The listed known misses that have no traced cause in [`REASONS`]
+/// (the gate refuses a list that names a miss nobody traced).
+pub fn untraced(known: &[String]) -> Vec<String> {
+    known
+        .iter()
+        .filter(|k| cause(k).is_none())
+        .cloned()
+        .collect()
+}
+
 /// The known-misses file for `verdicts`: every miss, with its ratio and
-/// evidence as a comment.
+/// evidence as a comment (the cause is the cell's line in [`REASONS`]).
 pub fn known_misses_file(verdicts: &[CellVerdict], command: &str) -> String {
     let mut out = format!(
         "# Cells where stn misses the gate (matrix: issue 11; tls: issue 12), from `{command}`.\n\
-         # CI fails when a cell not listed here misses; remove a line when its cell passes.\n"
+         # CI fails when a cell not listed here misses; remove a line when its cell passes.\n\
+         # Each cell's traced cause is its line in stn-sim/miss-reasons.txt (the gate requires one).\n"
     );
     for v in verdicts.iter().filter(|v| !v.met()) {
         let _ = writeln!(
@@ -314,6 +373,16 @@ pub fn verdict_row(v: &CellVerdict) -> String {
         v.allowed,
         mark(v)
     )
+}
+
+/// `cause: …` from [`REASONS`], or [`NOT_TRACED`].
+pub fn cause_text(v: &CellVerdict) -> String {
+    cause(&v.key()).map_or_else(|| NOT_TRACED.to_owned(), |c| format!("cause: {c}"))
+}
+
+/// A missed cell's evidence and cause, for the report's list of misses.
+pub fn evidence_and_cause(v: &CellVerdict) -> String {
+    format!("{}; {}", v.evidence(), cause_text(v))
 }
 
 /// A missed cell's list item: its key, ratio, allowance and `why`.
@@ -405,9 +474,11 @@ pub fn tables(records: &[&RunRecord]) -> String {
         }
     }
     if !misses.is_empty() {
-        out.push_str("### Misses (evidence from the runs)\n\n");
+        out.push_str(
+            "### Misses (evidence from the runs; cause as traced, `stn-sim/miss-reasons.txt`)\n\n",
+        );
         for v in &misses {
-            let _ = writeln!(out, "{}", miss_line(v, &v.evidence()));
+            let _ = writeln!(out, "{}", miss_line(v, &evidence_and_cause(v)));
         }
         out.push('\n');
     }
@@ -505,5 +576,73 @@ mod tests {
         let mut pass = miss.clone();
         pass.time_ok = true;
         assert_eq!(check_known(&[pass], &listed), (vec![], vec![key]));
+    }
+    #[test]
+    fn every_known_miss_has_a_traced_cause_and_every_cause_names_a_cell() {
+        for list in [
+            include_str!("../../matrix-known-misses.txt"),
+            include_str!("../../tls-known-misses.txt"),
+        ] {
+            let known = parse_known_misses(list);
+            assert!(!known.is_empty());
+            assert_eq!(untraced(&known), Vec::<String>::new());
+        }
+        let mut keys: Vec<String> = cells(false).iter().map(Cell::key).collect();
+        keys.extend(cells(true).iter().map(Cell::key));
+        keys.extend(crate::bench::tls_suite::cells(false).iter().map(Cell::key));
+        keys.extend(crate::bench::tls_suite::cells(true).iter().map(Cell::key));
+        let reasons = parse_reasons(REASONS);
+        assert!(!reasons.is_empty());
+        for (key, why) in reasons {
+            assert!(keys.iter().any(|k| k == key), "no cell `{key}`");
+            assert!(!why.is_empty() && !why.contains('\n'), "`{key}`: {why:?}");
+        }
+    }
+
+    #[test]
+    fn a_miss_reports_its_traced_cause_or_says_it_is_not_traced() {
+        let mut recs = Vec::new();
+        for (platform, scenario) in [
+            ("android", "sweep outage-13.9s"),
+            ("android", "sweep outage-0.1s"),
+            ("ios", "sweep outage-1.0s"),
+        ] {
+            for s in 0..5 {
+                for (client, t) in [("stn", 14.52), ("mars-2017", 14.12)] {
+                    let mut r = rec("matrix", scenario, platform, client, s);
+                    r.attempts = 1;
+                    r.successes = 1;
+                    // The ios cell passes: stn at the best other's time.
+                    r.completion_s = Some(if platform == "ios" { 14.12 } else { t });
+                    recs.push(r);
+                }
+            }
+        }
+        let misses = misses(&recs);
+        let got: Vec<(&str, Option<&str>)> = misses
+            .iter()
+            .map(|m| (m.key.as_str(), m.cause.as_deref()))
+            .collect();
+        assert_eq!(
+            got,
+            [
+                ("android sweep outage-0.1s", None),
+                (
+                    "android sweep outage-13.9s",
+                    cause("android sweep outage-13.9s")
+                ),
+            ]
+        );
+        assert!(got[1].1.unwrap().contains("13.8 s"));
+        assert!(misses
+            .iter()
+            .all(|m| m.suite == "matrix" && m.ratio > m.allowed));
+        let refs: Vec<&RunRecord> = recs.iter().collect();
+        let md = tables(&refs);
+        assert!(md.contains("; cause not traced"), "{md}");
+        assert!(
+            md.contains(&format!("cause: {}", got[1].1.unwrap())),
+            "{md}"
+        );
     }
 }

@@ -15,6 +15,27 @@ pub struct Report {
     pub seed: u64,
     /// One entry per (suite, scenario, platform, client, channel, run).
     pub runs: Vec<RunRecord>,
+    /// Every cell of the per-cell gates (matrix, tls) that stn misses, with
+    /// its traced cause; derived from `runs` ([`crate::bench::gate::misses`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub misses: Vec<GateMiss>,
+}
+
+/// A cell that stn misses in a per-cell gate, as `report.json` lists it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GateMiss {
+    /// `matrix` or `tls`.
+    pub suite: String,
+    /// `platform scenario`, the key of the known-miss lists.
+    pub key: String,
+    /// stn / best other.
+    pub ratio: f64,
+    /// The largest ratio that passes.
+    pub allowed: f64,
+    /// The runs' figures that locate stn's loss against the best other.
+    pub evidence: String,
+    /// The traced cause (`stn-sim/miss-reasons.txt`); `None`: not traced.
+    pub cause: Option<String>,
 }
 
 impl Report {
@@ -24,6 +45,7 @@ impl Report {
             schema: SCHEMA.to_owned(),
             seed,
             runs: Vec::new(),
+            misses: Vec::new(),
         }
     }
 }

@@ -23,7 +23,7 @@ use std::fmt::Write as _;
 use stn_proto::Instant;
 
 use crate::bench::gate::{
-    miss_line, verdict_row, verdicts_in, CellVerdict, FAIL_ALLOWANCE_PER_100,
+    evidence_and_cause, miss_line, verdict_row, verdicts_in, CellVerdict, FAIL_ALLOWANCE_PER_100,
 };
 use crate::bench::matrix::{Cell, LinkKind, LINKS, PLATFORMS};
 use crate::bench::record::RunRecord;
@@ -128,13 +128,14 @@ pub fn verdicts(records: &[RunRecord]) -> Vec<CellVerdict> {
 }
 
 /// A missed cell's line: the evidence from the runs (where stn's time and
-/// failures went against the best other client) and the command that
-/// replays stn's run, whose trace shows the cause (a handshake timeout is
-/// `ConnectFailed(Other(-458760))`, `TlsFailure::HandshakeTimeout`).
+/// failures went against the best other client), the traced cause
+/// ([`crate::bench::gate::REASONS`]) and the command that replays stn's run
+/// (a handshake timeout is `ConnectFailed(Other(-458760))`,
+/// `TlsFailure::HandshakeTimeout`).
 pub fn reason(v: &CellVerdict) -> String {
     format!(
         "{}; replay: `stn-sim trace --matrix-cell \"{}\" --client stn --run 0`",
-        v.evidence(),
+        evidence_and_cause(v),
         v.key()
     )
 }

@@ -95,10 +95,11 @@ fn gate_lines(out: &mut String, name: &str, verdicts: &[CellVerdict]) {
                     )
                 };
                 format!(
-                    "`{}`: {:.2}× (allowed {:.2}×){fails}",
+                    "`{}`: {:.2}× (allowed {:.2}×){fails}; {}",
                     v.key(),
                     v.ratio,
-                    v.allowed
+                    v.allowed,
+                    crate::bench::gate::cause_text(v)
                 )
             })
             .collect(),
