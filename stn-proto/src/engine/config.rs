@@ -108,8 +108,8 @@ pub enum ZombiePolicy {
 /// ```
 /// use stn_proto::{config::HttpRetry, Config};
 /// use stn_proto::Profile;
-/// assert_eq!(Config::for_profile(Profile::Mars).http_retry, HttpRetry::EveryStatus);
-/// let stn = Config::for_profile(Profile::Stn).http_retry;
+/// assert_eq!(Config::for_profile(Profile::Mars).http_retry(), HttpRetry::EveryStatus);
+/// let stn = Config::for_profile(Profile::Stn).http_retry();
 /// assert!(!stn.retries(404) && stn.retries(429) && stn.retries(503));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -142,79 +142,79 @@ impl HttpRetry {
 #[non_exhaustive]
 pub struct Config {
     /// The profile these values came from (reports and logs).
-    pub profile: Profile,
+    pub(crate) profile: Profile,
     /// Root seed of every random choice (candidate shuffles, jitter).
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Short-link endpoints.
-    pub short_link: ShortLinkEndpoints,
+    pub(crate) short_link: ShortLinkEndpoints,
     /// Long-link endpoints; `None` = no long link (every task goes short).
-    pub long_link: Option<LongLinkEndpoints>,
+    pub(crate) long_link: Option<LongLinkEndpoints>,
     /// Most candidates handed to one race, on both links (Mars
     /// `kNumMakeCount` = 5); see [`long_link_races_every_candidate`](Self::long_link_races_every_candidate).
-    pub max_candidates: usize,
+    pub(crate) max_candidates: usize,
     /// Whether a long-link connect races every candidate instead of the
     /// first [`max_candidates`](Self::max_candidates) (stn). Mars races five
     /// and, if all five are dead, waits for its reconnect schedule (5 s and
     /// more) with the live endpoints never tried. The race stops at the first
     /// connect, so the extra candidates cost nothing when an early one works.
-    pub long_link_races_every_candidate: bool,
+    pub(crate) long_link_races_every_candidate: bool,
     /// Short-link racing and HTTP caps.
-    pub exchange: ExchangeConfig,
+    pub(crate) exchange: ExchangeConfig,
     /// Long-link machine configuration (racing, codec, heartbeat, monitor).
-    pub long: LongLinkConfig,
+    pub(crate) long: LongLinkConfig,
     /// Timeout constants and stn's adaptive layer.
-    pub timeouts: TimeoutConfig,
+    pub(crate) timeouts: TimeoutConfig,
     /// Whether long-link tasks get the adaptive per-attempt timeouts of
     /// [`TimeoutConfig::adaptive`] (when set) or always Mars's formulas. A
     /// timeout on the long link fails every task on it and drops the link,
     /// so a short timeout costs far more there than on a short link.
-    pub long_link_adaptive_timeouts: bool,
+    pub(crate) long_link_adaptive_timeouts: bool,
     /// Ban rule and candidate ordering.
-    pub ban: BanConfig,
+    pub(crate) ban: BanConfig,
     /// Anti-avalanche limits.
-    pub limits: AntiAvalancheConfig,
+    pub(crate) limits: AntiAvalancheConfig,
     /// Delay before retrying after a failure that was not a timeout (Mars
     /// `DEF_TASK_RETRY_INTERNAL` = 1 s).
-    pub retry_interval: Duration,
+    pub(crate) retry_interval: Duration,
     /// Delay before retrying after an attempt timeout (Mars: 1 s as well).
-    pub retry_interval_after_timeout: Duration,
+    pub(crate) retry_interval_after_timeout: Duration,
     /// Which non-200 HTTP statuses are retried: every one under the Mars
     /// profiles ([`HttpRetry::EveryStatus`], Mars's behaviour), all but
     /// 4xx other than 408 and 429 under stn ([`HttpRetry::NotClientErrors`]).
-    pub http_retry: HttpRetry,
+    pub(crate) http_retry: HttpRetry,
     /// A network change redoes running attempts without consuming a retry
     /// (stn); Mars consumes one.
-    pub free_retry_on_network_change: bool,
+    pub(crate) free_retry_on_network_change: bool,
     /// How `Both` tasks pick their link.
-    pub channel_choice: ChannelChoice,
+    pub(crate) channel_choice: ChannelChoice,
     /// Behaviour without network.
-    pub no_network: NoNetworkPolicy,
+    pub(crate) no_network: NoNetworkPolicy,
     /// Zombie parking.
-    pub zombies: ZombiePolicy,
+    pub(crate) zombies: ZombiePolicy,
     /// A parked task is replayed after this long if no task started meanwhile
     /// (Mars: 60 s).
-    pub zombie_idle_restart: Duration,
+    pub(crate) zombie_idle_restart: Duration,
     /// How long to wait for an answer to [`Output::Resolve`](super::Output::Resolve)
     /// (Mars: 2 s for `OnNewDns`).
-    pub resolve_timeout: Duration,
+    pub(crate) resolve_timeout: Duration,
     /// How long a resolve answer is reused (Mars resolves for every attempt:
     /// zero). Cleared on network change.
-    pub resolve_ttl: Duration,
+    pub(crate) resolve_ttl: Duration,
     /// Most tasks held at once (queued, running or parked); more → [`SubmitError::QueueFull`](super::SubmitError::QueueFull).
-    pub max_queued_tasks: usize,
+    pub(crate) max_queued_tasks: usize,
     /// Most short-link attempts in flight at once (Mars: unlimited).
-    pub max_in_flight_short: usize,
+    pub(crate) max_in_flight_short: usize,
     /// Hedged short-link requests ([`HedgePolicy`](super::HedgePolicy);
     /// Mars: none).
-    pub hedge: Option<super::HedgePolicy>,
+    pub(crate) hedge: Option<super::HedgePolicy>,
     /// The short link's keep-alive socket pool, for tasks that send
     /// `Connection: Keep-Alive` ([`PoolConfig`](super::PoolConfig); `None`:
     /// every exchange closes its connection).
-    pub socket_pool: Option<super::PoolConfig>,
+    pub(crate) socket_pool: Option<super::PoolConfig>,
     /// The network at start.
-    pub network: NetworkKind,
+    pub(crate) network: NetworkKind,
     /// Whether the app is in the foreground at start.
-    pub foreground: bool,
+    pub(crate) foreground: bool,
 }
 
 impl Config {
@@ -269,6 +269,157 @@ impl Config {
             network: k::network(profile),
             foreground: k::foreground(profile),
         }
+    }
+
+    /// The profile these values came from.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The root seed of every random choice (see [`seed`](Self::seed)).
+    pub fn rng_seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Sets the root seed of every random choice (candidate shuffles,
+    /// jitter). Give every client its own: a fleet sharing one seed would
+    /// jitter in lock-step.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
+    /// Where the short link connects.
+    pub fn short_link(&self) -> &ShortLinkEndpoints {
+        &self.short_link
+    }
+
+    /// Where the short link connects, to change.
+    pub fn short_link_mut(&mut self) -> &mut ShortLinkEndpoints {
+        &mut self.short_link
+    }
+
+    /// Where the long link connects; `None`: no long link.
+    pub fn long_link(&self) -> Option<&LongLinkEndpoints> {
+        self.long_link.as_ref()
+    }
+
+    /// Sets where the long link connects; `None`: no long link (every task
+    /// goes short).
+    pub fn set_long_link(&mut self, endpoints: Option<LongLinkEndpoints>) {
+        self.long_link = endpoints;
+    }
+
+    /// The long-link machine's configuration (racing, codec, heartbeat,
+    /// reconnect schedule, tasks in flight).
+    pub fn long(&self) -> &LongLinkConfig {
+        &self.long
+    }
+
+    /// The long-link machine's configuration, to change.
+    pub fn long_mut(&mut self) -> &mut LongLinkConfig {
+        &mut self.long
+    }
+
+    /// The short link's racing and HTTP limits.
+    pub fn exchange(&self) -> &ExchangeConfig {
+        &self.exchange
+    }
+
+    /// The short link's racing and HTTP limits, to change.
+    pub fn exchange_mut(&mut self) -> &mut ExchangeConfig {
+        &mut self.exchange
+    }
+
+    /// Timeout constants and stn's adaptive layer.
+    pub fn timeouts(&self) -> &TimeoutConfig {
+        &self.timeouts
+    }
+
+    /// Timeout constants and stn's adaptive layer, to change.
+    pub fn timeouts_mut(&mut self) -> &mut TimeoutConfig {
+        &mut self.timeouts
+    }
+
+    /// The ban rule and candidate ordering.
+    pub fn ban(&self) -> &BanConfig {
+        &self.ban
+    }
+
+    /// The ban rule and candidate ordering, to change (the 2017 benchmark
+    /// turned banning off: `config.ban_mut().enabled = false`).
+    pub fn ban_mut(&mut self) -> &mut BanConfig {
+        &mut self.ban
+    }
+
+    /// The anti-avalanche limits.
+    pub fn limits(&self) -> &AntiAvalancheConfig {
+        &self.limits
+    }
+
+    /// The anti-avalanche limits, to change.
+    pub fn limits_mut(&mut self) -> &mut AntiAvalancheConfig {
+        &mut self.limits
+    }
+
+    /// The short link's keep-alive socket pool; `None`: every exchange
+    /// closes its connection.
+    pub fn socket_pool(&self) -> Option<&super::PoolConfig> {
+        self.socket_pool.as_ref()
+    }
+
+    /// The short link's keep-alive socket pool, to change (`None` when off).
+    pub fn socket_pool_mut(&mut self) -> Option<&mut super::PoolConfig> {
+        self.socket_pool.as_mut()
+    }
+
+    /// Sets the short link's keep-alive socket pool, for tasks that send
+    /// `Connection: Keep-Alive`; `None`: every exchange closes its connection.
+    pub fn set_socket_pool(&mut self, pool: Option<super::PoolConfig>) {
+        self.socket_pool = pool;
+    }
+
+    /// Most tasks held at once (queued, running or parked); more are refused
+    /// with [`SubmitError::QueueFull`](super::SubmitError::QueueFull).
+    pub fn max_queued_tasks(&self) -> usize {
+        self.max_queued_tasks
+    }
+
+    /// Sets the most tasks held at once (see [`max_queued_tasks`](Self::max_queued_tasks)).
+    pub fn set_max_queued_tasks(&mut self, n: usize) {
+        self.max_queued_tasks = n;
+    }
+
+    /// Delay before retrying after a failure that was not a timeout.
+    pub fn retry_interval(&self) -> Duration {
+        self.retry_interval
+    }
+
+    /// Sets the delay before retrying after a failure that was not a timeout.
+    pub fn set_retry_interval(&mut self, interval: Duration) {
+        self.retry_interval = interval;
+    }
+
+    /// Sets the most short-link attempts in flight at once (more wait in the
+    /// queue).
+    pub fn set_max_in_flight_short(&mut self, n: usize) {
+        self.max_in_flight_short = n;
+    }
+
+    /// Which non-200 HTTP statuses a short-link task retries.
+    pub fn http_retry(&self) -> HttpRetry {
+        self.http_retry
+    }
+
+    /// Sets which failed tasks are parked and replayed on signs of
+    /// connectivity.
+    pub fn set_zombies(&mut self, policy: ZombiePolicy) {
+        self.zombies = policy;
+    }
+
+    /// Sets how long after it failed a parked task is replayed when nothing
+    /// else happens.
+    pub fn set_zombie_idle_restart(&mut self, after: Duration) {
+        self.zombie_idle_restart = after;
     }
 
     /// Sets the short-link endpoints to fixed IPs on `port`.
