@@ -241,13 +241,13 @@ impl<R: Runtime> Builder<R> {
     /// [`SubmitError::QueueFull`](stn_proto::SubmitError::QueueFull)).
     #[must_use]
     pub fn max_queued_tasks(self, n: usize) -> Self {
-        self.configure(move |c| c.max_queued_tasks = n)
+        self.configure(move |c| c.set_max_queued_tasks(n))
     }
 
     /// Most tasks in flight on the long link at once.
     #[must_use]
     pub fn max_in_flight_long(self, n: usize) -> Self {
-        self.configure(move |c| c.long.max_in_flight_tasks = n)
+        self.configure(move |c| c.long_mut().max_in_flight_tasks = n)
     }
 
     /// Any other override of the engine's [`Config`], applied after the
@@ -296,7 +296,7 @@ impl<R: Runtime> Builder<R> {
     #[must_use]
     pub fn long_link_codec(self, codec: impl stn_proto::codec::LongLinkCodec + 'static) -> Self {
         let codec = stn_proto::codec::SharedCodec::new(codec);
-        self.configure(move |c| c.long.frame_codec = Some(codec))
+        self.configure(move |c| c.long_mut().frame_codec = Some(codec))
     }
 
     /// Sends this identify packet on every new long-link connection, when
@@ -466,27 +466,27 @@ impl<R: Runtime> Builder<R> {
             return Err(BuildError::NoPorts);
         }
         let mut config = Config::for_profile(self.profile).seed(self.seed);
-        config.short_link.ips = self.ips.clone();
-        config.short_link.hosts = self.hosts.clone();
-        config.short_link.addrs = self.addrs.clone();
-        config.short_link.host_ports = self.host_ports.clone();
-        config.short_link.backup_ips = self.backup_ips.clone();
+        config.short_link_mut().ips = self.ips.clone();
+        config.short_link_mut().hosts = self.hosts.clone();
+        config.short_link_mut().addrs = self.addrs.clone();
+        config.short_link_mut().host_ports = self.host_ports.clone();
+        config.short_link_mut().backup_ips = self.backup_ips.clone();
         // Without a short-link port the endpoints given without one have no
         // short-link candidates; tasks that could use it go long.
-        config.short_link.port = self.short_port.unwrap_or(0);
+        config.short_link_mut().port = self.short_port.unwrap_or(0);
         if !self.long_ports.is_empty() {
             // Every endpoint is a long-link address on every long-link port.
             let mut ips = self.ips.clone();
             ips.extend(self.addrs.iter().map(SocketAddr::ip));
             let mut hosts = self.hosts.clone();
             hosts.extend(self.host_ports.iter().map(|(h, _)| h.clone()));
-            config.long_link = Some(LongLinkEndpoints {
+            config.set_long_link(Some(LongLinkEndpoints {
                 hosts,
                 ports: self.long_ports.clone(),
                 ips,
                 backup_ips: self.backup_ips.clone(),
                 debug: None,
-            });
+            }));
         }
         for edit in self.edits.drain(..) {
             edit(&mut config);
@@ -992,18 +992,18 @@ mod tests {
             .profile(Profile::Mars)
             .seed(9)
             .max_queued_tasks(5)
-            .configure(|c| c.retry_interval = stn_proto::Duration::from_secs(3));
+            .configure(|c| c.set_retry_interval(stn_proto::Duration::from_secs(3)));
         let c = b.engine_config().unwrap();
-        assert_eq!(c.profile, Profile::Mars);
-        assert_eq!(c.seed, 9);
-        assert_eq!(c.short_link.ips, vec![ip]);
-        assert_eq!(c.short_link.hosts, vec!["example.invalid".to_owned()]);
-        assert_eq!(c.short_link.port, 80);
-        let long = c.long_link.as_ref().unwrap();
+        assert_eq!(c.profile(), Profile::Mars);
+        assert_eq!(c.rng_seed(), 9);
+        assert_eq!(c.short_link().ips, vec![ip]);
+        assert_eq!(c.short_link().hosts, vec!["example.invalid".to_owned()]);
+        assert_eq!(c.short_link().port, 80);
+        let long = c.long_link().unwrap();
         assert_eq!(long.ports, vec![8080, 443]);
         assert_eq!(long.ips, vec![ip]);
-        assert_eq!(c.max_queued_tasks, 5);
-        assert_eq!(c.retry_interval, stn_proto::Duration::from_secs(3));
+        assert_eq!(c.max_queued_tasks(), 5);
+        assert_eq!(c.retry_interval(), stn_proto::Duration::from_secs(3));
     }
 
     #[test]
@@ -1020,26 +1020,26 @@ mod tests {
             "192.0.2.1:8080".parse().unwrap(),
             "[2001:db8::1]:9090".parse().unwrap(),
         ];
-        assert_eq!(c.short_link.addrs, addrs);
+        assert_eq!(c.short_link().addrs, addrs);
         assert_eq!(
-            c.short_link.host_ports,
+            c.short_link().host_ports,
             vec![("example.invalid".to_owned(), 8443)]
         );
         assert_eq!(
-            c.short_link.ips,
+            c.short_link().ips,
             vec!["192.0.2.9".parse::<IpAddr>().unwrap()]
         );
         // No short_link_port: the endpoint without a port has no short link.
-        assert_eq!(c.short_link.port, 0);
+        assert_eq!(c.short_link().port, 0);
         // Every endpoint is a long-link address.
-        let long = c.long_link.unwrap();
+        let long = c.long_link().unwrap();
         assert_eq!(long.ports, vec![8081]);
         assert_eq!(long.hosts, vec!["example.invalid".to_owned()]);
         assert_eq!(long.ips.len(), 3);
         // A port on an endpoint alone is enough to have a short link.
         let mut b = Client::<NoRuntime>::builder().endpoint("localhost:1");
         let c = b.engine_config().unwrap();
-        assert_eq!(c.short_link.host_ports, vec![("localhost".to_owned(), 1)]);
+        assert_eq!(c.short_link().host_ports, vec![("localhost".to_owned(), 1)]);
     }
 
     #[test]
@@ -1074,8 +1074,8 @@ mod tests {
             .endpoint("10.0.0.1:80")
             .endpoint("10.0.0.2:81");
         let c = b.engine_config().unwrap();
-        assert_eq!(c.short_link.port, 79);
-        assert_eq!(c.short_link.addrs.len(), 2);
+        assert_eq!(c.short_link().port, 79);
+        assert_eq!(c.short_link().addrs.len(), 2);
     }
 
     #[test]
@@ -1098,6 +1098,6 @@ mod tests {
         let mut b = Client::<NoRuntime>::builder()
             .endpoint("10.0.0.1")
             .long_link_port(1);
-        assert!(b.engine_config().unwrap().long_link.is_some());
+        assert!(b.engine_config().unwrap().long_link().is_some());
     }
 }

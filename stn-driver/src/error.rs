@@ -309,7 +309,7 @@ impl Causes {
 fn limit_detail(kind: LimitKind, config: &Config) -> Arc<str> {
     let text = match kind {
         LimitKind::Frequency => {
-            let f = &config.limits.frequency;
+            let f = &config.limits().frequency;
             format!(
                 "the same body was sent more than {} times since the frequency table was last \
                  cleared (every {} min; a body sent {}+ times in the last {} min stays, its \
@@ -322,7 +322,7 @@ fn limit_detail(kind: LimitKind, config: &Config) -> Arc<str> {
             )
         }
         LimitKind::Flow => {
-            let f = &config.limits.flow;
+            let f = &config.limits().flow;
             format!(
                 "more than {} bytes of requests on a mobile network (the bucket drains {} B/s \
                  while the app is active, {} B/s otherwise); Config::limits.flow holds these \

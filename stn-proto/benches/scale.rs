@@ -90,9 +90,9 @@ fn config(n: usize) -> Config {
     let mut c = Config::for_profile(Profile::Stn)
         .short_link_ips([ip], SHORT_PORT)
         .long_link_ips([ip], LONG_PORT);
-    c.max_queued_tasks = n + 16;
-    c.max_in_flight_short = n + 16;
-    c.long.max_in_flight_tasks = n + 16;
+    c.set_max_queued_tasks(n + 16);
+    c.set_max_in_flight_short(n + 16);
+    c.long_mut().max_in_flight_tasks = n + 16;
     c
 }
 

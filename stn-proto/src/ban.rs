@@ -72,8 +72,6 @@ pub(crate) use persist::MAX_LABEL_LEN;
 use crate::profile::Profile;
 use crate::time::Duration;
 
-const MINUTE: Duration = Duration::from_secs(60);
-
 /// What happens to history reloaded on a network switch or from an import.
 ///
 /// Mars keeps a 64-result history per network label and, when the device
@@ -154,58 +152,29 @@ pub struct BanConfig {
 }
 
 impl BanConfig {
-    /// The configuration of a profile.
-    ///
-    /// - [`Profile::Mars2017`]: Mars v1.3 — 3 of 8 and a fixed 6 min ban, 6 min
-    ///   server ban, no IPv6/IPv4 interleave and no adjacent-duplicate pass.
-    ///   (The 2017 benchmark itself disabled banning: use
-    ///   `BanConfig { enabled: false, ..BanConfig::for_profile(Profile::Mars2017) }`.)
-    /// - [`Profile::Mars`]: Mars HEAD — 6 min + 6 min per trailing failure
-    ///   beyond 3, capped at 30 min; 30 min server ban; IPv6-first interleave;
-    ///   adjacent duplicates spread.
-    /// - [`Profile::Stn`]: Mars HEAD's rule and constants, plus three
-    ///   conservative changes that only ever ban *less*, each answering a
-    ///   reported failure mode: a success after a failure lifts the ban
-    ///   immediately; failures decay (one forgotten per 30 failure-free
-    ///   minutes); reloaded history orders but never bans. The 10 s update
-    ///   rate limits stay: they are what stops a 3-way connection race on
-    ///   duplicate addresses from banning an endpoint after one outage.
+    /// The values of `profile`: the `ban` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(profile: Profile) -> Self {
-        let mars = BanConfig {
-            enabled: true,
-            fail_count: 3,
-            window: 8,
-            ban_time: 6 * MINUTE,
-            extend_per_consecutive: 6 * MINUTE,
-            max_ban_time: 30 * MINUTE,
-            server_ban_time: 30 * MINUTE,
-            success_update_interval: Duration::from_secs(10),
-            fail_update_interval: Duration::from_secs(10),
-            success_lifts_ban: false,
-            decay_interval: None,
-            interleave_v6_v4: true,
-            avoid_adjacent_duplicates: true,
-            reload_policy: ReloadPolicy::Mars,
-            history_expiry: 24 * 60 * MINUTE,
-            max_entries: 512,
-            max_networks: 16,
-        };
-        match profile {
-            Profile::Mars2017 => BanConfig {
-                extend_per_consecutive: Duration::ZERO,
-                max_ban_time: 6 * MINUTE,
-                server_ban_time: 6 * MINUTE,
-                interleave_v6_v4: false,
-                avoid_adjacent_duplicates: false,
-                ..mars
-            },
-            Profile::Mars => mars,
-            Profile::Stn => BanConfig {
-                success_lifts_ban: true,
-                decay_interval: Some(30 * MINUTE),
-                reload_policy: ReloadPolicy::OrderingOnly,
-                ..mars
-            },
+        use crate::profile::knobs::ban as k;
+        BanConfig {
+            enabled: k::enabled(profile),
+            fail_count: k::fail_count(profile),
+            window: k::window(profile),
+            ban_time: k::ban_time(profile),
+            extend_per_consecutive: k::extend_per_consecutive(profile),
+            max_ban_time: k::max_ban_time(profile),
+            server_ban_time: k::server_ban_time(profile),
+            success_update_interval: k::success_update_interval(profile),
+            fail_update_interval: k::fail_update_interval(profile),
+            success_lifts_ban: k::success_lifts_ban(profile),
+            decay_interval: k::decay_interval(profile),
+            interleave_v6_v4: k::interleave_v6_v4(profile),
+            avoid_adjacent_duplicates: k::avoid_adjacent_duplicates(profile),
+            reload_policy: k::reload_policy(profile),
+            history_expiry: k::history_expiry(profile),
+            max_entries: k::max_entries(profile),
+            max_networks: k::max_networks(profile),
         }
     }
 

@@ -1,14 +1,14 @@
 //! Every knob of the [`Config`](crate::Config), by the part of the engine it
 //! tunes. A `Config` starts from a [`Profile`](crate::Profile)
-//! ([`Config::for_profile`](crate::Config::for_profile)); these are the types
-//! of its fields, for an app that changes one.
+//! ([`Config::for_profile`](crate::Config::for_profile)); its methods hand out
+//! these types, for an app that changes one.
 //!
 //! ```
 //! use stn_proto::{Config, Duration, Profile};
 //!
 //! let mut config = Config::for_profile(Profile::Stn);
-//! config.long.heartbeat.interval = Duration::from_secs(60);
-//! if let Some(adaptive) = &mut config.timeouts.adaptive {
+//! config.long_mut().heartbeat.interval = Duration::from_secs(60);
+//! if let Some(adaptive) = &mut config.timeouts_mut().adaptive {
 //!     adaptive.first_packet_floor = Duration::from_secs(3);
 //! }
 //! ```

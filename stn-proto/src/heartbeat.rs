@@ -60,33 +60,17 @@ pub struct HeartbeatConfig {
 }
 
 impl HeartbeatConfig {
-    /// The constants for `profile`.
-    ///
-    /// Every profile keeps the 3.5 min interval: it is set by NAT and
-    /// carrier-gateway idle timeouts, not by stn's speed. The Mars profiles use
-    /// the fixed 8 s / 5 s timeouts. `Stn` scales the timeout to 6 × RTT once
-    /// an RTT is known, clamped to [3 s, 8 s] (and never above the 5 s "late"
-    /// value): a dead link is noticed sooner, so recovery starts sooner, while
-    /// the 3 s floor still covers two TCP retransmissions at the usual 1 s
-    /// minimum RTO (1 s + 2 s), so a merely lossy link is not torn down.
+    /// The values of `profile`: the `heartbeat` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(profile: Profile) -> Self {
-        let mars = HeartbeatConfig {
-            interval: Duration::from_millis(210_000),
-            response_timeout: Duration::from_secs(8),
-            late_response_timeout: Duration::from_secs(5),
-            late_after: Duration::from_secs(15 * 60),
-            rtt_scaled: None,
-        };
-        match profile {
-            Profile::Mars2017 | Profile::Mars => mars,
-            Profile::Stn => HeartbeatConfig {
-                rtt_scaled: Some(RttScaledTimeout {
-                    multiplier: 6,
-                    min: Duration::from_secs(3),
-                    max: Duration::from_secs(8),
-                }),
-                ..mars
-            },
+        use crate::profile::knobs::heartbeat as k;
+        HeartbeatConfig {
+            interval: k::interval(profile),
+            response_timeout: k::response_timeout(profile),
+            late_response_timeout: k::late_response_timeout(profile),
+            late_after: k::late_after(profile),
+            rtt_scaled: k::rtt_scaled(profile),
         }
     }
 }

@@ -73,17 +73,18 @@ pub struct FrequencyLimitConfig {
 }
 
 impl FrequencyLimitConfig {
-    /// The constants for `profile`: Mars's in every profile (see the module docs).
+    /// The values of `profile`: the `frequency` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(profile: Profile) -> Self {
-        match profile {
-            Profile::Mars2017 | Profile::Mars | Profile::Stn => FrequencyLimitConfig {
-                max_records: 30,
-                max_count: 105,
-                clear_interval: Duration::from_secs(60 * 60),
-                keep_window: Duration::from_secs(10 * 60),
-                keep_min_count: 75,
-                keep_count_cap: 99,
-            },
+        use crate::profile::knobs::frequency as k;
+        FrequencyLimitConfig {
+            max_records: k::max_records(profile),
+            max_count: k::max_count(profile),
+            clear_interval: k::clear_interval(profile),
+            keep_window: k::keep_window(profile),
+            keep_min_count: k::keep_min_count(profile),
+            keep_count_cap: k::keep_count_cap(profile),
         }
     }
 }
@@ -210,18 +211,17 @@ pub struct FlowLimitConfig {
     pub inactive_level_cap: u64,
 }
 
-const MIB: u64 = 1024 * 1024;
-
 impl FlowLimitConfig {
-    /// The constants for `profile`: Mars's in every profile (see the module docs).
+    /// The values of `profile`: the `flow` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(profile: Profile) -> Self {
-        match profile {
-            Profile::Mars2017 | Profile::Mars | Profile::Stn => FlowLimitConfig {
-                capacity: 80 * MIB,
-                active_drain_per_sec: 80 * MIB / 3600,
-                inactive_drain_per_sec: 20 * MIB / 3600,
-                inactive_level_cap: 60 * MIB,
-            },
+        use crate::profile::knobs::flow as k;
+        FlowLimitConfig {
+            capacity: k::capacity(profile),
+            active_drain_per_sec: k::active_drain_per_sec(profile),
+            inactive_drain_per_sec: k::inactive_drain_per_sec(profile),
+            inactive_level_cap: k::inactive_level_cap(profile),
         }
     }
 }
@@ -415,6 +415,7 @@ mod tests {
     use proptest::prelude::*;
 
     const MIN: u64 = 60;
+    const MIB: u64 = 1024 * 1024;
 
     fn t(secs: u64) -> Instant {
         Instant::from_secs(secs)

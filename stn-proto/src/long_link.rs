@@ -138,20 +138,22 @@ pub struct LongLinkConfig {
 }
 
 impl LongLinkConfig {
-    /// The configuration for `profile`: the race, codec, heartbeat and
-    /// monitor of that profile; 1024 tasks in flight under the Mars profiles
-    /// (effectively unlimited, as Mars), 64 under stn.
+    /// The values of `profile`: the `long_link` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
+    ///
+    /// The race, codec, heartbeat and monitor are those of the same profile.
     pub fn for_profile(profile: Profile) -> Self {
-        let mars = !matches!(profile, Profile::Stn);
+        use crate::profile::knobs::long_link as k;
         LongLinkConfig {
             race: RaceConfig::for_profile(profile),
             codec: CodecConfig::for_profile(profile),
             frame_codec: None,
             heartbeat: HeartbeatConfig::for_profile(profile),
             monitor: ConnectMonitorConfig::for_profile(profile),
-            max_in_flight_tasks: if mars { 1024 } else { 64 },
-            batch_on_task_deadline: mars,
-            wait_follows_link_progress: !mars,
+            max_in_flight_tasks: k::max_in_flight_tasks(profile),
+            batch_on_task_deadline: k::batch_on_task_deadline(profile),
+            wait_follows_link_progress: k::wait_follows_link_progress(profile),
             foreground: true,
         }
     }

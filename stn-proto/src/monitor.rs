@@ -67,15 +67,15 @@ pub struct ActivityConfig {
 }
 
 impl ActivityConfig {
-    /// The thresholds for `profile` (Mars's in every profile: they only name
-    /// the columns; the schedules differ, not the columns).
+    /// The values of `profile`: the `activity` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(profile: Profile) -> Self {
-        match profile {
-            Profile::Mars2017 | Profile::Mars | Profile::Stn => ActivityConfig {
-                inactive_after: Duration::from_secs(10 * 60),
-                fg_short: Duration::from_secs(60),
-                fg_long: Duration::from_secs(10 * 60),
-            },
+        use crate::profile::knobs::activity as k;
+        ActivityConfig {
+            inactive_after: k::inactive_after(profile),
+            fg_short: k::fg_short(profile),
+            fg_long: k::fg_long(profile),
         }
     }
 }
@@ -190,54 +190,21 @@ pub struct ConnectMonitorConfig {
     pub(crate) seed: u64,
 }
 
-fn secs(table: [u64; 5]) -> [Duration; 5] {
-    table.map(Duration::from_secs)
-}
-
 impl ConnectMonitorConfig {
-    /// The schedule for `profile`.
-    ///
-    /// - `Mars2017`: the v1.3 auto table (15, 30, 240, 300, 600 s), plain.
-    /// - `Mars`: today's auto table (15, 30, 120, 300, 600 s), plain. Mars's
-    ///   `+rand()%20` salt, its no-account/no-network stretches and the HEAD
-    ///   inactive back-off table are not modelled.
-    /// - `Stn`: faster recovery after outages is a stated goal, so the first
-    ///   retry comes 1 s after the failed attempt started, doubling per
-    ///   consecutive failure, capped by Mars's own table for the column (so stn
-    ///   is never slower than Mars and at most ~log2(cap) extra attempts per
-    ///   cycle, ~10 per 10 min), with up to 20 % seeded jitter so a fleet that
-    ///   lost the same server spreads out instead of stampeding it. A link that
-    ///   stays up 60 s resets the back-off; coming to the foreground connects
-    ///   at once (the user is about to need the link). No inactive slack: the
-    ///   back-off already decides.
+    /// The values of `profile`: the `monitor` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(profile: Profile) -> Self {
-        let base = ConnectMonitorConfig {
+        use crate::profile::knobs::monitor as k;
+        ConnectMonitorConfig {
             activity: ActivityConfig::for_profile(profile),
-            task_intervals: secs([5, 10, 20, 30, 300]),
-            auto_intervals: secs([15, 30, 120, 300, 600]),
-            inactive_slack: Duration::from_secs(30),
-            disconnect_settle: Duration::from_millis(500),
-            backoff: None,
-            immediate_on_foreground: false,
+            task_intervals: k::task_intervals(profile),
+            auto_intervals: k::auto_intervals(profile),
+            inactive_slack: k::inactive_slack(profile),
+            disconnect_settle: k::disconnect_settle(profile),
+            backoff: k::backoff(profile),
+            immediate_on_foreground: k::immediate_on_foreground(profile),
             seed: 0,
-        };
-        match profile {
-            Profile::Mars2017 => ConnectMonitorConfig {
-                auto_intervals: secs([15, 30, 240, 300, 600]),
-                ..base
-            },
-            Profile::Mars => base,
-            Profile::Stn => ConnectMonitorConfig {
-                inactive_slack: Duration::ZERO,
-                backoff: Some(ReconnectBackoff {
-                    first: Duration::from_secs(1),
-                    factor: 2,
-                    max_jitter_permille: 200,
-                    stable_after: Duration::from_secs(60),
-                }),
-                immediate_on_foreground: true,
-                ..base
-            },
         }
     }
 }

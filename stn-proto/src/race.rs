@@ -339,45 +339,22 @@ pub struct RaceConfig {
 }
 
 impl RaceConfig {
-    /// The constants of a profile:
-    ///
-    /// | | stagger | error stagger | in flight | attempt timeout | abandon | floor | rounds | overall |
-    /// |---|---|---|---|---|---|---|---|---|
-    /// | `Mars2017` | 4 s | 4 s | 3 | 10 s | no | no | 1 | caller's |
-    /// | `Mars` | 2.5 s | 2.5 s | 3 | 10 s | no | no | 1 | caller's |
-    /// | `Stn` | adaptive, 250 ms without RTT | 0 | 3 (+ 3 floor) | 10 s | [`AbandonPolicy`] | 2.5 s, 3 open | until deadline | 20 s |
-    ///
-    /// Under `Stn` at most 6 sockets are open at once: 3 attempts in their
-    /// slots plus up to 3 floor attempts ([`ProbeFloor`]) kept open as
-    /// passive probes; Mars opens at most 3.
+    /// The values of profile `p`: the `race` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(p: Profile) -> Self {
-        let mars = |interval: Duration| RaceConfig {
-            stagger: interval,
-            error_stagger: interval,
-            max_in_flight: 3,
-            attempt_timeout: Duration::from_secs(10),
-            adaptive_stagger: None,
-            abandon: None,
-            floor: None,
-            max_rounds: Some(1),
-            overall_timeout: None,
-            loser_reports: LoserReports::MarsLowerIndexTimedOut,
-        };
-        match p {
-            Profile::Mars2017 => mars(Duration::from_secs(4)),
-            Profile::Mars => mars(Duration::from_millis(2500)),
-            Profile::Stn => RaceConfig {
-                stagger: Duration::from_millis(250),
-                error_stagger: Duration::ZERO,
-                max_in_flight: 3,
-                attempt_timeout: Duration::from_secs(10),
-                adaptive_stagger: Some(AdaptiveStagger::default()),
-                abandon: Some(AbandonPolicy::default()),
-                floor: Some(ProbeFloor::default()),
-                max_rounds: None,
-                overall_timeout: Some(Duration::from_secs(20)),
-                loser_reports: LoserReports::Outpaced,
-            },
+        use crate::profile::knobs::race as k;
+        RaceConfig {
+            stagger: k::stagger(p),
+            error_stagger: k::error_stagger(p),
+            max_in_flight: k::max_in_flight(p),
+            attempt_timeout: k::attempt_timeout(p),
+            adaptive_stagger: k::adaptive_stagger(p),
+            abandon: k::abandon(p),
+            floor: k::floor(p),
+            max_rounds: k::max_rounds(p),
+            overall_timeout: k::overall_timeout(p),
+            loser_reports: k::loser_reports(p),
         }
     }
 

@@ -127,29 +127,21 @@ pub struct TimeoutConfig {
 }
 
 impl TimeoutConfig {
-    /// The constants of `profile` (see the type docs).
+    /// The values of `profile`: the `timeouts` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(profile: Profile) -> Self {
-        let mars = TimeoutConfig {
-            task_read_write: Duration::from_millis(15_000),
-            task_attempt_margin: Duration::from_millis(5_000),
-            long_polling_margin: Duration::from_millis(5_000),
-            wifi: NetworkTimeouts::MARS_WIFI,
-            mobile: NetworkTimeouts::MARS_MOBILE,
-            max_recv_len: 64 * 1024,
-            in_flight_cap: Some(5),
-            dynamic: DynamicTimeoutConfig::MARS,
-            adaptive: None,
-        };
-        match profile {
-            Profile::Mars2017 => TimeoutConfig {
-                in_flight_cap: None,
-                ..mars
-            },
-            Profile::Mars => mars,
-            Profile::Stn => TimeoutConfig {
-                adaptive: Some(AdaptiveConfig::STN),
-                ..mars
-            },
+        use crate::profile::knobs::timeouts as k;
+        TimeoutConfig {
+            task_read_write: k::task_read_write(profile),
+            task_attempt_margin: k::task_attempt_margin(profile),
+            long_polling_margin: k::long_polling_margin(profile),
+            wifi: k::wifi(profile),
+            mobile: k::mobile(profile),
+            max_recv_len: k::max_recv_len(profile),
+            in_flight_cap: k::in_flight_cap(profile),
+            dynamic: k::dynamic(profile),
+            adaptive: k::adaptive(profile),
         }
     }
 

@@ -63,9 +63,9 @@ struct Outcome {
 fn bench(profile: Profile, loss: f64, outage: Duration, successes: u32, seed: u64) -> Outcome {
     let ip: IpAddr = "10.0.0.1".parse().expect("ip");
     let mut config = Config::for_profile(profile).seed(seed);
-    config.short_link.ips = vec![ip; 4];
-    config.short_link.port = 8080;
-    config.ban.enabled = false;
+    config.short_link_mut().ips = vec![ip; 4];
+    config.short_link_mut().port = 8080;
+    config.ban_mut().enabled = false;
     let t0 = Instant::from_secs(10);
     let mut net = Net {
         loss,

@@ -35,18 +35,18 @@ fn spec(path: PathSchedule, seed: u64) -> RunSpec {
 type Tweak = fn(&mut stn_proto::Config);
 
 fn z(c: &mut stn_proto::Config, ms: u64) {
-    c.zombie_idle_restart = stn_proto::Duration::from_millis(ms);
+    c.set_zombie_idle_restart(stn_proto::Duration::from_millis(ms));
 }
 
 fn nb(c: &mut stn_proto::Config) {
-    if let Some(a) = c.timeouts.adaptive.as_mut() {
+    if let Some(a) = c.timeouts_mut().adaptive.as_mut() {
         a.backoff_percent = 100;
     }
 }
 
 fn cap(c: &mut stn_proto::Config, s: u64) {
-    c.timeouts.wifi.base_first_packet = stn_proto::Duration::from_secs(s);
-    c.timeouts.wifi.max_first_packet = stn_proto::Duration::from_secs(s);
+    c.timeouts_mut().wifi.base_first_packet = stn_proto::Duration::from_secs(s);
+    c.timeouts_mut().wifi.max_first_packet = stn_proto::Duration::from_secs(s);
 }
 
 fn loss_tweaks() -> Vec<(&'static str, Profile, Tweak)> {
@@ -73,10 +73,10 @@ fn loss_tweaks() -> Vec<(&'static str, Profile, Tweak)> {
             nb(c);
         }),
         ("stn zombies=mars", Profile::Stn, |c| {
-            c.zombies = stn_proto::config::ZombiePolicy::TotalTimeoutOnly;
+            c.set_zombies(stn_proto::config::ZombiePolicy::TotalTimeoutOnly);
         }),
         ("stn zombies=mars cap4", Profile::Stn, |c| {
-            c.zombies = stn_proto::config::ZombiePolicy::TotalTimeoutOnly;
+            c.set_zombies(stn_proto::config::ZombiePolicy::TotalTimeoutOnly);
             cap(c, 4);
         }),
     ]
@@ -87,16 +87,16 @@ fn tweaks() -> Vec<(&'static str, Profile, Tweak)> {
         ("mars-2017", Profile::Mars2017, |_| {}),
         ("stn", Profile::Stn, |_| {}),
         ("stn abandons=inf", Profile::Stn, |c| {
-            if let Some(a) = c.exchange.race.abandon.as_mut() {
+            if let Some(a) = c.exchange_mut().race.abandon.as_mut() {
                 a.max_abandons = u32::MAX;
             }
         }),
         ("stn no-overall", Profile::Stn, |c| {
-            c.exchange.race.overall_timeout = None
+            c.exchange_mut().race.overall_timeout = None
         }),
         ("stn abandons=inf no-overall", Profile::Stn, |c| {
-            c.exchange.race.overall_timeout = None;
-            if let Some(a) = c.exchange.race.abandon.as_mut() {
+            c.exchange_mut().race.overall_timeout = None;
+            if let Some(a) = c.exchange_mut().race.abandon.as_mut() {
                 a.max_abandons = u32::MAX;
             }
         }),

@@ -63,7 +63,7 @@ fn run(sp: impl Fn(u64) -> RunSpec, edit: impl Fn(&mut Config)) -> (f64, u64, us
 
 /// A fixed 2 s first-packet floor (the rule before it followed the RTT).
 fn fixed_floor(c: &mut Config) {
-    let adaptive = c.timeouts.adaptive.as_mut().expect("stn adapts");
+    let adaptive = c.timeouts_mut().adaptive.as_mut().expect("stn adapts");
     adaptive.first_packet_floor_rtts = 0;
 }
 
@@ -75,7 +75,7 @@ fn a_timeout_on_a_pooled_connection_keeps_the_pool_on() {
     let kept = run(sp, fixed_floor);
     let off = run(sp, |c| {
         fixed_floor(c);
-        c.socket_pool.as_mut().expect("stn pools").stale_on_timeout = true;
+        c.socket_pool_mut().expect("stn pools").stale_on_timeout = true;
     });
     assert!(
         kept.1 < off.1,

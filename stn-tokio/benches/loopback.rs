@@ -453,7 +453,7 @@ impl Target {
             // One idle connection per worker, as reqwest's pool keeps.
             let mut pool = PoolConfig::for_profile(Profile::Stn);
             pool.max_idle_conns = SHORT_CONCURRENCY;
-            c.socket_pool = Some(pool);
+            c.set_socket_pool(Some(pool));
         };
         Ok(match scenario {
             Scenario::StnLong => Target::Stn {

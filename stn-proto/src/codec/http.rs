@@ -70,28 +70,16 @@ pub struct HttpLimits {
 }
 
 impl HttpLimits {
-    /// The limits for a profile.
-    ///
-    /// Mars bounds only the head (8 KiB for the status line, 128 KiB for the
-    /// header block, `mars/comm/http.cc`) and nothing else; its profiles get
-    /// that head bound, 256 headers and a 16 MiB body (a cap where Mars has
-    /// none). stn's own: 16 KiB head, 64 headers, 1 MiB body — short-link CGI
-    /// responses are small, and a tight cap bounds what a broken or hostile
-    /// peer can make the client hold.
+    /// The values of `profile`: the `http` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(profile: Profile) -> Self {
-        match profile {
-            Profile::Mars2017 | Profile::Mars => HttpLimits {
-                max_head_len: (8 + 128) * 1024,
-                max_headers: 256,
-                max_body_len: 16 * 1024 * 1024,
-                read_until_close: false,
-            },
-            Profile::Stn => HttpLimits {
-                max_head_len: 16 * 1024,
-                max_headers: 64,
-                max_body_len: 1024 * 1024,
-                read_until_close: false,
-            },
+        use crate::profile::knobs::http as k;
+        HttpLimits {
+            max_head_len: k::max_head_len(profile),
+            max_headers: k::max_headers(profile),
+            max_body_len: k::max_body_len(profile),
+            read_until_close: k::read_until_close(profile),
         }
     }
 }

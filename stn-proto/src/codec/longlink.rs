@@ -136,15 +136,15 @@ pub struct CodecConfig {
 }
 
 impl CodecConfig {
-    /// The configuration for a profile. All profiles use Mars's framing:
-    /// client version 0, 1 MiB body cap, `head_length` up to 64.
+    /// The values of `profile`: the `codec` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(profile: Profile) -> Self {
-        match profile {
-            Profile::Mars2017 | Profile::Mars | Profile::Stn => CodecConfig {
-                client_version: 0,
-                max_body_len: DEFAULT_MAX_BODY,
-                max_head_len: DEFAULT_MAX_HEAD,
-            },
+        use crate::profile::knobs::codec as k;
+        CodecConfig {
+            client_version: k::client_version(profile),
+            max_body_len: k::max_body_len(profile),
+            max_head_len: k::max_head_len(profile),
         }
     }
 

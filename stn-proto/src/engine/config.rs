@@ -10,9 +10,8 @@ use crate::timeout::TimeoutConfig;
 
 use crate::long_link::LongLinkConfig;
 
-/// Abandonments allowed per race under [`Profile::Stn`] (see
-/// [`Config::for_profile`]); the attempt rate stays bounded by 3 slots per
-/// at least 1.1 s, plus at most one floor attempt per 2.5 s.
+/// Abandonments allowed per race under [`Profile::Stn`] (why: the
+/// `engine.race_max_abandons` knob in `docs/profiles.md`).
 pub const STN_MAX_ABANDONS: u32 = 1000;
 
 /// Where the short link connects (Mars `SetShortlinkSvrAddr`, `SetBackupIPs`,
@@ -109,8 +108,8 @@ pub enum ZombiePolicy {
 /// ```
 /// use stn_proto::{config::HttpRetry, Config};
 /// use stn_proto::Profile;
-/// assert_eq!(Config::for_profile(Profile::Mars).http_retry, HttpRetry::EveryStatus);
-/// let stn = Config::for_profile(Profile::Stn).http_retry;
+/// assert_eq!(Config::for_profile(Profile::Mars).http_retry(), HttpRetry::EveryStatus);
+/// let stn = Config::for_profile(Profile::Stn).http_retry();
 /// assert!(!stn.retries(404) && stn.retries(429) && stn.retries(503));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -143,209 +142,284 @@ impl HttpRetry {
 #[non_exhaustive]
 pub struct Config {
     /// The profile these values came from (reports and logs).
-    pub profile: Profile,
+    pub(crate) profile: Profile,
     /// Root seed of every random choice (candidate shuffles, jitter).
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// Short-link endpoints.
-    pub short_link: ShortLinkEndpoints,
+    pub(crate) short_link: ShortLinkEndpoints,
     /// Long-link endpoints; `None` = no long link (every task goes short).
-    pub long_link: Option<LongLinkEndpoints>,
+    pub(crate) long_link: Option<LongLinkEndpoints>,
     /// Most candidates handed to one race, on both links (Mars
     /// `kNumMakeCount` = 5); see [`long_link_races_every_candidate`](Self::long_link_races_every_candidate).
-    pub max_candidates: usize,
+    pub(crate) max_candidates: usize,
     /// Whether a long-link connect races every candidate instead of the
     /// first [`max_candidates`](Self::max_candidates) (stn). Mars races five
     /// and, if all five are dead, waits for its reconnect schedule (5 s and
     /// more) with the live endpoints never tried. The race stops at the first
     /// connect, so the extra candidates cost nothing when an early one works.
-    pub long_link_races_every_candidate: bool,
+    pub(crate) long_link_races_every_candidate: bool,
     /// Short-link racing and HTTP caps.
-    pub exchange: ExchangeConfig,
+    pub(crate) exchange: ExchangeConfig,
     /// Long-link machine configuration (racing, codec, heartbeat, monitor).
-    pub long: LongLinkConfig,
+    pub(crate) long: LongLinkConfig,
     /// Timeout constants and stn's adaptive layer.
-    pub timeouts: TimeoutConfig,
+    pub(crate) timeouts: TimeoutConfig,
     /// Whether long-link tasks get the adaptive per-attempt timeouts of
     /// [`TimeoutConfig::adaptive`] (when set) or always Mars's formulas. A
     /// timeout on the long link fails every task on it and drops the link,
     /// so a short timeout costs far more there than on a short link.
-    pub long_link_adaptive_timeouts: bool,
+    pub(crate) long_link_adaptive_timeouts: bool,
     /// Ban rule and candidate ordering.
-    pub ban: BanConfig,
+    pub(crate) ban: BanConfig,
     /// Anti-avalanche limits.
-    pub limits: AntiAvalancheConfig,
+    pub(crate) limits: AntiAvalancheConfig,
     /// Delay before retrying after a failure that was not a timeout (Mars
     /// `DEF_TASK_RETRY_INTERNAL` = 1 s).
-    pub retry_interval: Duration,
+    pub(crate) retry_interval: Duration,
     /// Delay before retrying after an attempt timeout (Mars: 1 s as well).
-    pub retry_interval_after_timeout: Duration,
+    pub(crate) retry_interval_after_timeout: Duration,
     /// Which non-200 HTTP statuses are retried: every one under the Mars
     /// profiles ([`HttpRetry::EveryStatus`], Mars's behaviour), all but
     /// 4xx other than 408 and 429 under stn ([`HttpRetry::NotClientErrors`]).
-    pub http_retry: HttpRetry,
+    pub(crate) http_retry: HttpRetry,
     /// A network change redoes running attempts without consuming a retry
     /// (stn); Mars consumes one.
-    pub free_retry_on_network_change: bool,
+    pub(crate) free_retry_on_network_change: bool,
     /// How `Both` tasks pick their link.
-    pub channel_choice: ChannelChoice,
+    pub(crate) channel_choice: ChannelChoice,
     /// Behaviour without network.
-    pub no_network: NoNetworkPolicy,
+    pub(crate) no_network: NoNetworkPolicy,
     /// Zombie parking.
-    pub zombies: ZombiePolicy,
+    pub(crate) zombies: ZombiePolicy,
     /// A parked task is replayed after this long if no task started meanwhile
     /// (Mars: 60 s).
-    pub zombie_idle_restart: Duration,
+    pub(crate) zombie_idle_restart: Duration,
     /// How long to wait for an answer to [`Output::Resolve`](super::Output::Resolve)
     /// (Mars: 2 s for `OnNewDns`).
-    pub resolve_timeout: Duration,
+    pub(crate) resolve_timeout: Duration,
     /// How long a resolve answer is reused (Mars resolves for every attempt:
     /// zero). Cleared on network change.
-    pub resolve_ttl: Duration,
+    pub(crate) resolve_ttl: Duration,
     /// Most tasks held at once (queued, running or parked); more → [`SubmitError::QueueFull`](super::SubmitError::QueueFull).
-    pub max_queued_tasks: usize,
+    pub(crate) max_queued_tasks: usize,
     /// Most short-link attempts in flight at once (Mars: unlimited).
-    pub max_in_flight_short: usize,
+    pub(crate) max_in_flight_short: usize,
     /// Hedged short-link requests ([`HedgePolicy`](super::HedgePolicy);
     /// Mars: none).
-    pub hedge: Option<super::HedgePolicy>,
+    pub(crate) hedge: Option<super::HedgePolicy>,
     /// The short link's keep-alive socket pool, for tasks that send
     /// `Connection: Keep-Alive` ([`PoolConfig`](super::PoolConfig); `None`:
     /// every exchange closes its connection).
-    pub socket_pool: Option<super::PoolConfig>,
+    pub(crate) socket_pool: Option<super::PoolConfig>,
     /// The network at start.
-    pub network: NetworkKind,
+    pub(crate) network: NetworkKind,
     /// Whether the app is in the foreground at start.
-    pub foreground: bool,
+    pub(crate) foreground: bool,
 }
 
 impl Config {
     /// The values of a profile; endpoints are empty (fill them in).
     ///
-    /// Differences of [`Profile::Stn`] from [`Profile::Mars`] decided here
-    /// (the building blocks document their own):
-    /// - retry 0 s after an attempt timeout and 250 ms after another failure,
-    ///   instead of 1 s: the attempt already waited out a timeout, and a fast
-    ///   failure (refused, reset) retried at once could spin;
-    /// - a network change redoes running attempts without using a retry (the
-    ///   change is not the task's fault);
-    /// - `Both` tasks choose their link per attempt ([`ChannelChoice::PerAttempt`]);
-    /// - without network every task waits for it ([`NoNetworkPolicy::WaitAll`])
-    ///   rather than burning its attempts on connects that cannot succeed;
-    /// - parked tasks (Mars's rule: those with a `total_timeout` left,
-    ///   [`ZombiePolicy::TotalTimeoutOnly`]) are replayed on any sign of
-    ///   connectivity, including a successful connect, and 1 s after they
-    ///   failed when nothing else happens (Mars: 60 s), instead of sitting
-    ///   out an outage that already ended;
-    /// - resolve answers are reused for 30 s (no app round trip, possibly
-    ///   seconds on a lossy link, per attempt), but dropped as soon as an
-    ///   attempt could not connect to any of their addresses;
-    /// - connection attempts whose SYNs look lost are abandoned and replaced
-    ///   for the whole race ([`STN_MAX_ABANDONS`]; the race module's default
-    ///   stops after 6): after an outage a fresh SYN goes out every ~0.5 s,
-    ///   so the first success follows the end of the outage by 0.3 s on
-    ///   average instead of 1 s (Mars); the engine scales the RTT hint up after
-    ///   the second failed race in a row (×2, ×4, up to ×8) so a path that became much slower than the
-    ///   hint is not abandoned forever; underneath, Mars's own attempt
-    ///   schedule runs as a floor ([`ProbeFloor`](crate::race::ProbeFloor)),
-    ///   so stn has a SYN on the wire at every instant Mars would;
-    /// - a short-link race has no 20 s cap of its own (`overall_timeout:
-    ///   None`), only the task's deadline: capped, a race that ran into its
-    ///   20 s failed, and the retry started a new race 250 ms later
-    ///   (`retry_interval`), a quarter second without fresh SYNs that also put
-    ///   the new race's floor 250 ms off Mars's instants (stn-sim sensitivity
-    ///   suite, 25–35 s outages: up to 0.25 s behind Mars). The floor
-    ///   attempts, never abandoned, still connect on a path far slower than
-    ///   the RTT hint. The cost: a task's race keeps its candidate list up to
-    ///   the task's deadline, where the capped race's retry re-resolved after
-    ///   20 s (a long link race keeps the cap);
-    /// - the adaptive per-attempt timeouts apply to the short link only; the
-    ///   long link keeps Mars's (`long_link_adaptive_timeouts: false`): a
-    ///   timeout there drops the link and fails every task on it, and in the
-    ///   stn-sim long-link suite under 30–70 % loss the adaptive timeouts
-    ///   made stn slower than Mars;
-    /// - the long link keeps Mars's fixed noop timeout (8 s) and Mars's
-    ///   reconnect tables (no exponential back-off from 1 s), though the
-    ///   heartbeat and monitor modules offer stn variants: in the stn-sim
-    ///   long-link suite both made stn slower than Mars under 50–70 % loss
-    ///   (a noop reply often takes more than the scaled 3 s there, and
-    ///   reconnecting sooner on a link that keeps failing costs more than
-    ///   it saves); coming to the foreground still reconnects at once;
-    /// - at most 64 short-link attempts in flight (Mars: unlimited), so a
-    ///   burst of tasks cannot open hundreds of sockets;
-    /// - a short-link request that gets no answer for about 4 RTTs is hedged
-    ///   on a fresh connection ([`HedgePolicy`](super::HedgePolicy)): under
-    ///   loss an exchange stuck in TCP's retransmission back-off otherwise
-    ///   waits for the first-packet timeout;
-    /// - a 4xx status other than 408 and 429 ends the task instead of being
-    ///   retried ([`HttpRetry::NotClientErrors`]): the same request gets the
-    ///   same answer;
-    /// - a long-link connect races every candidate, not only the first five
-    ///   ([`long_link_races_every_candidate`](Self::long_link_races_every_candidate)):
-    ///   with more than five endpoints (IPs × ports) the live ones are
-    ///   reached in the same race instead of after the reconnect schedule.
+    /// Every value, and why [`Profile::Stn`] differs from Mars, is in one
+    /// table: `stn-proto/src/profile/knobs.rs`, rendered as `docs/profiles.md`.
     pub fn for_profile(profile: Profile) -> Self {
-        let mars = Config {
+        use crate::profile::knobs::engine as k;
+        let mut long = LongLinkConfig::for_profile(profile);
+        long.heartbeat.rtt_scaled = k::long_link_rtt_scaled_noop(profile);
+        long.monitor.backoff = k::long_link_reconnect_backoff(profile);
+        let mut exchange = ExchangeConfig::for_profile(profile);
+        exchange.race.overall_timeout = k::short_link_race_overall_timeout(profile);
+        if let Some(max) = k::race_max_abandons(profile) {
+            for race in [&mut exchange.race, &mut long.race] {
+                if let Some(a) = race.abandon.as_mut() {
+                    a.max_abandons = max;
+                }
+            }
+        }
+        Config {
             profile,
-            seed: 0,
+            seed: k::seed(profile),
             short_link: ShortLinkEndpoints {
-                port: 80,
+                port: k::short_link_port(profile),
                 ..ShortLinkEndpoints::default()
             },
             long_link: None,
-            max_candidates: 5,
-            long_link_races_every_candidate: false,
-            exchange: ExchangeConfig::for_profile(profile),
-            long: LongLinkConfig::for_profile(profile),
+            max_candidates: k::max_candidates(profile),
+            long_link_races_every_candidate: k::long_link_races_every_candidate(profile),
+            exchange,
+            long,
             timeouts: TimeoutConfig::for_profile(profile),
-            long_link_adaptive_timeouts: true,
+            long_link_adaptive_timeouts: k::long_link_adaptive_timeouts(profile),
             ban: BanConfig::for_profile(profile),
             limits: AntiAvalancheConfig::for_profile(profile),
-            retry_interval: Duration::from_secs(1),
-            retry_interval_after_timeout: Duration::from_secs(1),
-            free_retry_on_network_change: false,
-            http_retry: HttpRetry::EveryStatus,
-            channel_choice: ChannelChoice::AtSubmit,
-            no_network: NoNetworkPolicy::FailSensitive,
-            zombies: ZombiePolicy::TotalTimeoutOnly,
-            zombie_idle_restart: Duration::from_secs(60),
-            resolve_timeout: Duration::from_secs(2),
-            resolve_ttl: Duration::ZERO,
-            max_queued_tasks: 1024,
-            max_in_flight_short: usize::MAX,
-            hedge: None,
-            socket_pool: Some(super::PoolConfig::for_profile(profile)),
-            network: NetworkKind::Wifi,
-            foreground: true,
-        };
-        match profile {
-            Profile::Mars2017 | Profile::Mars => mars,
-            Profile::Stn => {
-                let mut stn = Config {
-                    retry_interval: Duration::from_millis(250),
-                    retry_interval_after_timeout: Duration::ZERO,
-                    free_retry_on_network_change: true,
-                    http_retry: HttpRetry::NotClientErrors,
-                    channel_choice: ChannelChoice::PerAttempt,
-                    no_network: NoNetworkPolicy::WaitAll,
-                    resolve_ttl: Duration::from_secs(30),
-                    zombie_idle_restart: Duration::from_secs(1),
-                    max_in_flight_short: 64,
-                    hedge: Some(super::HedgePolicy::default()),
-                    long_link_adaptive_timeouts: false,
-                    long_link_races_every_candidate: true,
-                    ..mars
-                };
-                stn.long.heartbeat.rtt_scaled = None;
-                stn.long.monitor.backoff = None;
-                for race in [&mut stn.exchange.race, &mut stn.long.race] {
-                    if let Some(a) = race.abandon.as_mut() {
-                        a.max_abandons = STN_MAX_ABANDONS;
-                    }
-                }
-                stn.exchange.race.overall_timeout = None; // see above
-                stn
-            }
+            retry_interval: k::retry_interval(profile),
+            retry_interval_after_timeout: k::retry_interval_after_timeout(profile),
+            free_retry_on_network_change: k::free_retry_on_network_change(profile),
+            http_retry: k::http_retry(profile),
+            channel_choice: k::channel_choice(profile),
+            no_network: k::no_network(profile),
+            zombies: k::zombies(profile),
+            zombie_idle_restart: k::zombie_idle_restart(profile),
+            resolve_timeout: k::resolve_timeout(profile),
+            resolve_ttl: k::resolve_ttl(profile),
+            max_queued_tasks: k::max_queued_tasks(profile),
+            max_in_flight_short: k::max_in_flight_short(profile),
+            hedge: k::hedge(profile),
+            socket_pool: k::socket_pool(profile),
+            network: k::network(profile),
+            foreground: k::foreground(profile),
         }
+    }
+
+    /// The profile these values came from.
+    pub fn profile(&self) -> Profile {
+        self.profile
+    }
+
+    /// The root seed of every random choice (see [`seed`](Self::seed)).
+    pub fn rng_seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// Sets the root seed of every random choice (candidate shuffles,
+    /// jitter). Give every client its own: a fleet sharing one seed would
+    /// jitter in lock-step.
+    pub fn set_seed(&mut self, seed: u64) {
+        self.seed = seed;
+    }
+
+    /// Where the short link connects.
+    pub fn short_link(&self) -> &ShortLinkEndpoints {
+        &self.short_link
+    }
+
+    /// Where the short link connects, to change.
+    pub fn short_link_mut(&mut self) -> &mut ShortLinkEndpoints {
+        &mut self.short_link
+    }
+
+    /// Where the long link connects; `None`: no long link.
+    pub fn long_link(&self) -> Option<&LongLinkEndpoints> {
+        self.long_link.as_ref()
+    }
+
+    /// Sets where the long link connects; `None`: no long link (every task
+    /// goes short).
+    pub fn set_long_link(&mut self, endpoints: Option<LongLinkEndpoints>) {
+        self.long_link = endpoints;
+    }
+
+    /// The long-link machine's configuration (racing, codec, heartbeat,
+    /// reconnect schedule, tasks in flight).
+    pub fn long(&self) -> &LongLinkConfig {
+        &self.long
+    }
+
+    /// The long-link machine's configuration, to change.
+    pub fn long_mut(&mut self) -> &mut LongLinkConfig {
+        &mut self.long
+    }
+
+    /// The short link's racing and HTTP limits.
+    pub fn exchange(&self) -> &ExchangeConfig {
+        &self.exchange
+    }
+
+    /// The short link's racing and HTTP limits, to change.
+    pub fn exchange_mut(&mut self) -> &mut ExchangeConfig {
+        &mut self.exchange
+    }
+
+    /// Timeout constants and stn's adaptive layer.
+    pub fn timeouts(&self) -> &TimeoutConfig {
+        &self.timeouts
+    }
+
+    /// Timeout constants and stn's adaptive layer, to change.
+    pub fn timeouts_mut(&mut self) -> &mut TimeoutConfig {
+        &mut self.timeouts
+    }
+
+    /// The ban rule and candidate ordering.
+    pub fn ban(&self) -> &BanConfig {
+        &self.ban
+    }
+
+    /// The ban rule and candidate ordering, to change (the 2017 benchmark
+    /// turned banning off: `config.ban_mut().enabled = false`).
+    pub fn ban_mut(&mut self) -> &mut BanConfig {
+        &mut self.ban
+    }
+
+    /// The anti-avalanche limits.
+    pub fn limits(&self) -> &AntiAvalancheConfig {
+        &self.limits
+    }
+
+    /// The anti-avalanche limits, to change.
+    pub fn limits_mut(&mut self) -> &mut AntiAvalancheConfig {
+        &mut self.limits
+    }
+
+    /// The short link's keep-alive socket pool; `None`: every exchange
+    /// closes its connection.
+    pub fn socket_pool(&self) -> Option<&super::PoolConfig> {
+        self.socket_pool.as_ref()
+    }
+
+    /// The short link's keep-alive socket pool, to change (`None` when off).
+    pub fn socket_pool_mut(&mut self) -> Option<&mut super::PoolConfig> {
+        self.socket_pool.as_mut()
+    }
+
+    /// Sets the short link's keep-alive socket pool, for tasks that send
+    /// `Connection: Keep-Alive`; `None`: every exchange closes its connection.
+    pub fn set_socket_pool(&mut self, pool: Option<super::PoolConfig>) {
+        self.socket_pool = pool;
+    }
+
+    /// Most tasks held at once (queued, running or parked); more are refused
+    /// with [`SubmitError::QueueFull`](super::SubmitError::QueueFull).
+    pub fn max_queued_tasks(&self) -> usize {
+        self.max_queued_tasks
+    }
+
+    /// Sets the most tasks held at once (see [`max_queued_tasks`](Self::max_queued_tasks)).
+    pub fn set_max_queued_tasks(&mut self, n: usize) {
+        self.max_queued_tasks = n;
+    }
+
+    /// Delay before retrying after a failure that was not a timeout.
+    pub fn retry_interval(&self) -> Duration {
+        self.retry_interval
+    }
+
+    /// Sets the delay before retrying after a failure that was not a timeout.
+    pub fn set_retry_interval(&mut self, interval: Duration) {
+        self.retry_interval = interval;
+    }
+
+    /// Sets the most short-link attempts in flight at once (more wait in the
+    /// queue).
+    pub fn set_max_in_flight_short(&mut self, n: usize) {
+        self.max_in_flight_short = n;
+    }
+
+    /// Which non-200 HTTP statuses a short-link task retries.
+    pub fn http_retry(&self) -> HttpRetry {
+        self.http_retry
+    }
+
+    /// Sets which failed tasks are parked and replayed on signs of
+    /// connectivity.
+    pub fn set_zombies(&mut self, policy: ZombiePolicy) {
+        self.zombies = policy;
+    }
+
+    /// Sets how long after it failed a parked task is replayed when nothing
+    /// else happens.
+    pub fn set_zombie_idle_restart(&mut self, after: Duration) {
+        self.zombie_idle_restart = after;
     }
 
     /// Sets the short-link endpoints to fixed IPs on `port`.

@@ -53,17 +53,17 @@ pub struct PoolConfig {
 }
 
 impl PoolConfig {
-    /// Mars's pool: idle for the server's keep-alive timeout (capped at
-    /// 5 min here), 5 idle connections, off for 5 min after a stale reuse
-    /// (any failure before a response), which costs the task a retry. stn
-    /// redoes such an attempt for free, and a timeout is not a stale reuse.
+    /// The values of profile `p`: the `pool` table of `docs/profiles.md`
+    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
+    /// profiles differ.
     pub fn for_profile(p: Profile) -> Self {
+        use crate::profile::knobs::pool as k;
         PoolConfig {
-            max_idle: Duration::from_secs(300),
-            max_idle_conns: 5,
-            disable_after_stale: Duration::from_secs(300),
-            free_retry_on_stale: p == Profile::Stn,
-            stale_on_timeout: p != Profile::Stn,
+            max_idle: k::max_idle(p),
+            max_idle_conns: k::max_idle_conns(p),
+            disable_after_stale: k::disable_after_stale(p),
+            free_retry_on_stale: k::free_retry_on_stale(p),
+            stale_on_timeout: k::stale_on_timeout(p),
         }
     }
 }

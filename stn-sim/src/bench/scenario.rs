@@ -186,8 +186,8 @@ pub const STN_TUNED_NOTE: &str = "TUNED, not the default: \
 /// explicit `total_timeout`, which the benchmark's tasks do not set, so that
 /// override no longer changed anything and was dropped.)
 pub fn stn_tuned_config(cfg: &mut stn_proto::Config) {
-    cfg.timeouts.wifi.base_first_packet = Duration::from_secs(4);
-    cfg.timeouts.mobile.base_first_packet = Duration::from_secs(4);
+    cfg.timeouts_mut().wifi.base_first_packet = Duration::from_secs(4);
+    cfg.timeouts_mut().mobile.base_first_packet = Duration::from_secs(4);
 }
 
 /// Everything about one run except the client.
@@ -376,7 +376,7 @@ pub fn engine_client(variant: &EngineVariant, platform: Platform, spec: &RunSpec
         spec.long_link.then_some(LONG_PORT),
         platform.stack(),
     );
-    cfg.engine.seed = Rng::derive(spec.seed, 0xE6).next_u64();
+    cfg.engine.set_seed(Rng::derive(spec.seed, 0xE6).next_u64());
     cfg.retry_count = spec.retry_count;
     // Against a keep-alive server the app asks for keep-alive (Mars's socket
     // pool); the published harness's server closed every connection.

@@ -81,17 +81,17 @@ impl StnClientConfig {
         stack: TcpStack,
     ) -> Self {
         let mut engine = Config::for_profile(profile);
-        engine.short_link.hosts = vec![HOST.to_owned()];
-        engine.short_link.port = short_port;
+        engine.short_link_mut().hosts = vec![HOST.to_owned()];
+        engine.short_link_mut().port = short_port;
         if let Some(p) = long_port {
-            engine.long_link = Some(stn_proto::config::LongLinkEndpoints {
+            engine.set_long_link(Some(stn_proto::config::LongLinkEndpoints {
                 hosts: vec![HOST.to_owned()],
                 ports: vec![p],
                 ..Default::default()
-            });
+            }));
         }
         if profile == Profile::Mars2017 {
-            engine.ban.enabled = false;
+            engine.ban_mut().enabled = false;
         }
         StnClientConfig {
             name: name.to_owned(),

@@ -396,7 +396,7 @@ mod send {
             .max_queued_tasks(concurrency.max(1024))
             .max_in_flight_long(concurrency.max(64));
         if let Some(version) = args.client_version {
-            builder = builder.configure(move |c| c.long.codec.client_version = version);
+            builder = builder.configure(move |c| c.long_mut().codec.client_version = version);
         }
         match args.channel {
             ChannelArg::Short => {

@@ -86,7 +86,7 @@ pub(super) fn stn_client_with(
         .profile(profile)
         .configure(move |c| {
             if ban_off {
-                c.ban.enabled = false;
+                c.ban_mut().enabled = false;
             }
             tune(c);
         });

@@ -29,7 +29,7 @@ const WATCH: Duration = Duration::from_millis(300);
 
 fn debug_short<H: Harness>(server: &ServerHost) -> Builder<H::Rt> {
     let short = server.short();
-    builder::<H>(server).configure(move |c| c.short_link.debug = Some(short))
+    builder::<H>(server).configure(move |c| c.short_link_mut().debug = Some(short))
 }
 
 fn on_host(host: &str, body: &str) -> Task {

@@ -40,7 +40,7 @@ async fn hello_through_the_sample_proxy<H: Harness>(
     let client = Client::<H::Rt>::builder()
         .endpoint("127.0.0.1")
         .long_link_port(addr.port())
-        .configure(|c| c.long.codec.client_version = SAMPLE_VERSION)
+        .configure(|c| c.long_mut().codec.client_version = SAMPLE_VERSION)
         .build()
         .expect("build");
     let task = Task::new(8, "", hello_request())

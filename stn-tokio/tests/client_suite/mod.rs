@@ -184,17 +184,18 @@ fn long_task(body: impl Into<bytes::Bytes>) -> Task {
 
 /// Fast per-attempt timeouts for fault tests (1 s to the first byte), no zombies.
 pub(crate) fn fast_timeouts(c: &mut Config) {
-    for net in [&mut c.timeouts.wifi, &mut c.timeouts.mobile] {
+    let timeouts = c.timeouts_mut();
+    for net in [&mut timeouts.wifi, &mut timeouts.mobile] {
         net.base_first_packet = Duration::from_secs(1);
         net.max_first_packet = Duration::from_secs(1);
         net.excellent_first_packet = Duration::from_secs(1);
         net.task_delay = Duration::ZERO;
         net.packet_interval = Duration::from_secs(1);
     }
-    c.timeouts.adaptive = None;
+    c.timeouts_mut().adaptive = None;
     // Surface the attempt's own error: stn's default parks a failed task
     // (zombie) until its deadline, which then ends it with Timeout(Task).
-    c.zombies = ZombiePolicy::Off;
+    c.set_zombies(ZombiePolicy::Off);
 }
 
 /// Waits (up to 5 s) until the snapshot satisfies `ok`; returns the last one.
@@ -354,16 +355,16 @@ pub(crate) async fn racing_bans_bad_endpoints<H: Harness>() {
         .seed(3)
         .configure(|c| {
             // Ban after one failure, without Mars's 10 s between recorded failures.
-            c.ban.enabled = true;
-            c.ban.fail_count = 1;
-            c.ban.fail_update_interval = Duration::ZERO;
+            c.ban_mut().enabled = true;
+            c.ban_mut().fail_count = 1;
+            c.ban_mut().fail_update_interval = Duration::ZERO;
             // Stagger the race quickly so the hanging candidate cannot stall it.
-            c.exchange.race.stagger = Duration::from_millis(100);
-            c.exchange.race.attempt_timeout = Duration::from_millis(500);
-            c.exchange.race.adaptive_stagger = None;
+            c.exchange_mut().race.stagger = Duration::from_millis(100);
+            c.exchange_mut().race.attempt_timeout = Duration::from_millis(500);
+            c.exchange_mut().race.adaptive_stagger = None;
             // Report a hanging loser started before the winner as timed out
             // (Mars's rule; stn's default gives losers no verdict).
-            c.exchange.race.loser_reports = LoserReports::MarsLowerIndexTimedOut;
+            c.exchange_mut().race.loser_reports = LoserReports::MarsLowerIndexTimedOut;
         })
         .build()
         .expect("client");

@@ -81,7 +81,7 @@ pub(crate) async fn codec_custom_end_to_end<H: Harness>() {
             true
         })
         // Noops every 200 ms of quiet, so the test sees several.
-        .configure(|c| c.long.heartbeat.interval = Duration::from_millis(200))
+        .configure(|c| c.long_mut().heartbeat.interval = Duration::from_millis(200))
         .build()
         .expect("client");
     let mut pushes = client.pushes();

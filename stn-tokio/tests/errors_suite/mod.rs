@@ -152,7 +152,7 @@ pub(crate) async fn http_status_retries_follow_the_profile<H: Harness>() {
         let client = builder::<H>(&server)
             .profile(profile)
             .configure(|c| {
-                c.retry_interval = Duration::from_millis(10);
+                c.set_retry_interval(Duration::from_millis(10));
             })
             .build()
             .expect("client");

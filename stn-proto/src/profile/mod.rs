@@ -2,7 +2,17 @@
 //!
 //! Every machine's configuration has a constructor per profile
 //! (`XConfig::for_profile(Profile::Mars2017)` …), so the engine can assemble a
-//! whole configuration from one choice and users can still override any field.
+//! whole configuration from one choice. Each of them takes its values from
+//! [`knobs`], the one place where every profile-dependent constant is defined
+//! for all three profiles side by side, with the Mars constant it follows and
+//! why stn differs; `docs/profiles.md` is rendered from it (and a test checks
+//! that it still is).
+
+pub(crate) mod knobs;
+#[cfg(test)]
+mod render;
+#[cfg(test)]
+mod tests;
 
 /// Which set of constants a machine runs with.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
