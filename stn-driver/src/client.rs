@@ -638,7 +638,7 @@ impl<R> Client<R> {
     /// (twice at most per attempt; the first response wins), and a retry
     /// resends it under every profile. Use `Task::hedge(false)` (and
     /// `retry_count(0)`) for a request that must not repeat, or
-    /// `configure(|c| c.hedge = None)` for every task. Under the stn profile
+    /// `configure(|c| c.set_hedge(None))` for every task. Under the stn profile
     /// a 4xx status other than 408 and 429 is not retried
     /// ([`Config::http_retry`](stn_proto::Config::http_retry)).
     ///

@@ -410,6 +410,31 @@ impl Config {
         self.http_retry
     }
 
+    /// Sets which non-200 HTTP statuses a short-link task retries (for
+    /// example Mars's [`HttpRetry::EveryStatus`] under the stn profile).
+    pub fn set_http_retry(&mut self, policy: HttpRetry) {
+        self.http_retry = policy;
+    }
+
+    /// The hedging of slow short-link requests (`None`: never hedged).
+    pub fn hedge(&self) -> Option<&super::HedgePolicy> {
+        self.hedge.as_ref()
+    }
+
+    /// Sets the hedging of slow short-link requests for every task; `None`
+    /// turns it off (a task can also opt out with `Task::hedge(false)`).
+    ///
+    /// ```
+    /// use stn_proto::Config;
+    /// let mut config = Config::default();
+    /// assert!(config.hedge().is_some());
+    /// config.set_hedge(None);
+    /// assert!(config.hedge().is_none());
+    /// ```
+    pub fn set_hedge(&mut self, policy: Option<super::HedgePolicy>) {
+        self.hedge = policy;
+    }
+
     /// Sets which failed tasks are parked and replayed on signs of
     /// connectivity.
     pub fn set_zombies(&mut self, policy: ZombiePolicy) {
