@@ -21,7 +21,7 @@ pub const STN_MAX_ABANDONS: u32 = 1000;
 /// bans); else the addresses of `hosts` (each resolved through
 /// [`Output::Resolve`](super::Output::Resolve), Mars's `OnNewDns`) followed by
 /// `ips`, ordered by the endpoint history (banned ones removed), then
-/// `backup_ips` to fill up to [`Config::max_candidates`]. Duplicates are kept: Mars's
+/// `backup_ips` to fill up to [`Config::max_candidates()`]. Duplicates are kept: Mars's
 /// benchmark returned one IP four times so that racing had several attempts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShortLinkEndpoints {
@@ -403,6 +403,18 @@ impl Config {
     /// queue).
     pub fn set_max_in_flight_short(&mut self, n: usize) {
         self.max_in_flight_short = n;
+    }
+
+    /// Most candidates handed to one race (Mars `kNumMakeCount` = 5); under
+    /// stn the long link races every candidate anyway and the short link's
+    /// race goes round all of them until the task's deadline.
+    pub fn max_candidates(&self) -> usize {
+        self.max_candidates
+    }
+
+    /// Sets the most candidates handed to one race, on both links.
+    pub fn set_max_candidates(&mut self, n: usize) {
+        self.max_candidates = n;
     }
 
     /// Which non-200 HTTP statuses a short-link task retries.

@@ -15,9 +15,9 @@ use super::{Engine, Link, LinkStatus, Stage, Stopped};
 impl Engine {
     /// Redoes every task (Mars `RedoTasks`): forgets resolved addresses,
     /// stops every running short-link attempt and starts it again
-    /// ([`LocalError::Interrupted`]: free under
-    /// [`Config::free_retry_on_network_change`](super::Config::free_retry_on_network_change),
-    /// else it uses a retry), reconnects the long link at once (its tasks in
+    /// ([`LocalError::Interrupted`]: free under the stn profile, which does
+    /// not charge a retry for a network change; under the Mars profiles it
+    /// uses a retry), reconnects the long link at once (its tasks in
     /// flight are redone the same way) and replays parked tasks. Bans and
     /// timeouts are kept: unlike a network change, the network is the same.
     pub fn redo_tasks(&mut self, now: Instant) {
