@@ -12,6 +12,13 @@
 //! live before the first submit).
 //! Prints a table on stderr and one JSON object per row on stdout:
 //! `{"link":"long|short","n":N,"ns_per_task":F,"bytes_per_task":F}`.
+//!
+//! It also prints `floor` rows (`"link":"floor"`): the least any engine with
+//! per-task state must do, on this machine, for the same N: one boxed record
+//! of the engine's size per task in a hash table keyed by task id and one
+//! deadline entry in an ordered index, each inserted at submit and looked up
+//! and removed at the answer, in the same order as the long-link round. They
+//! say how much of the engine's growth with N is the memory hierarchy's.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::{BTreeMap, VecDeque};
@@ -275,6 +282,46 @@ fn run(link: Link, n: usize, budget: usize) -> Row {
     }
 }
 
+/// Bytes of the floor's per-task record: about what the engine holds per
+/// long-link task (the `long` rows' bytes column).
+const FLOOR_RECORD: usize = 400;
+
+/// One floor round (see the module docs): N records and deadline entries
+/// made, then each found, read and dropped, oldest first.
+#[allow(clippy::disallowed_methods)] // a wall clock for the bench itself
+fn floor_round(n: usize) -> std::time::Duration {
+    use rustc_hash::FxHashMap;
+    use std::collections::BTreeSet;
+    let mut records: FxHashMap<u64, Box<[u8; FLOOR_RECORD]>> = FxHashMap::default();
+    let mut deadlines: BTreeSet<(u64, u64)> = BTreeSet::new();
+    let started = WallClock::now();
+    for id in 0..n as u64 {
+        let mut record = Box::new([0u8; FLOOR_RECORD]);
+        record[0] = id as u8;
+        records.insert(id, record);
+        deadlines.insert((1_000 + id, id));
+    }
+    let mut sum = 0u64;
+    for id in 0..n as u64 {
+        let record = records.remove(&id).expect("every record was inserted");
+        sum = sum.wrapping_add(u64::from(record[0]));
+        deadlines.remove(&(1_000 + id, id));
+    }
+    let elapsed = started.elapsed();
+    assert!(records.is_empty() && deadlines.is_empty());
+    std::hint::black_box(sum);
+    elapsed
+}
+
+fn floor_row(n: usize, budget: usize) -> (usize, f64) {
+    let rounds = (budget / n).clamp(5, 1000);
+    let best = (0..rounds)
+        .map(|_| floor_round(n))
+        .min()
+        .unwrap_or_default();
+    (n, best.as_nanos() as f64 / n as f64)
+}
+
 fn arg(args: &[String], name: &str, default: usize) -> usize {
     args.iter()
         .position(|a| a == name)
@@ -299,6 +346,11 @@ fn main() {
             rows.push(run(Link::Short, n, 50_000));
         }
     }
+    let floor: Vec<(usize, f64)> = [100, 1_000, 10_000, 100_000]
+        .into_iter()
+        .filter(|&n| n <= max_long.max(max_short))
+        .map(|n| floor_row(n, 200_000))
+        .collect();
     eprintln!("| link | in flight | ns per task | engine bytes per task |");
     eprintln!("|---|---:|---:|---:|");
     for r in &rows {
@@ -310,6 +362,9 @@ fn main() {
             r.bytes_per_task
         );
     }
+    for (n, ns) in &floor {
+        eprintln!("| floor | {n} | {ns:.0} | {FLOOR_RECORD} |");
+    }
     for r in &rows {
         println!(
             "{{\"link\":\"{}\",\"n\":{},\"ns_per_task\":{:.1},\"bytes_per_task\":{:.1}}}",
@@ -317,6 +372,11 @@ fn main() {
             r.n,
             r.ns_per_task,
             r.bytes_per_task
+        );
+    }
+    for (n, ns) in &floor {
+        println!(
+            "{{\"link\":\"floor\",\"n\":{n},\"ns_per_task\":{ns:.1},\"bytes_per_task\":{FLOOR_RECORD}.0}}"
         );
     }
 }
