@@ -480,13 +480,12 @@ impl<R: Runtime> Builder<R> {
             ips.extend(self.addrs.iter().map(SocketAddr::ip));
             let mut hosts = self.hosts.clone();
             hosts.extend(self.host_ports.iter().map(|(h, _)| h.clone()));
-            config.set_long_link(Some(LongLinkEndpoints {
-                hosts,
-                ports: self.long_ports.clone(),
-                ips,
-                backup_ips: self.backup_ips.clone(),
-                debug: None,
-            }));
+            let mut long = LongLinkEndpoints::default();
+            long.hosts = hosts;
+            long.ports = self.long_ports.clone();
+            long.ips = ips;
+            long.backup_ips = self.backup_ips.clone();
+            config.set_long_link(Some(long));
         }
         for edit in self.edits.drain(..) {
             edit(&mut config);

@@ -80,6 +80,7 @@ use crate::time::Duration;
 /// group"). Reloaded entries carry no failure time, so they cannot be banned
 /// on their own.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReloadPolicy {
     /// Mars exactly: the collapsed bits land in reverse order (the newest
     /// group becomes the oldest bit, a quirk of Mars's loop) and count toward

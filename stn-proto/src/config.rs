@@ -3,6 +3,12 @@
 //! ([`Config::for_profile`](crate::Config::for_profile)); its methods hand out
 //! these types, for an app that changes one.
 //!
+//! They are plain data: public fields to read and set, and
+//! `#[non_exhaustive]`, so they are made by a profile or `Default` and then
+//! edited, never written out as a literal, and a new knob is not a breaking
+//! change. A knob the engine derives itself (the long link's foreground flag,
+//! the monitor's seed) is not among their public fields.
+//!
 //! ```
 //! use stn_proto::{Config, Duration, Profile};
 //!

@@ -32,6 +32,7 @@ use crate::time::{Duration, Instant, MonotonicClock};
 
 /// stn's noop response timeout scaled from the measured RTT.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct RttScaledTimeout {
     /// Timeout = `multiplier × RTT` ...
     pub multiplier: u32,

@@ -24,6 +24,7 @@ pub const STN_MAX_ABANDONS: u32 = 1000;
 /// `backup_ips` to fill up to [`Config::max_candidates()`]. Duplicates are kept: Mars's
 /// benchmark returned one IP four times so that racing had several attempts.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ShortLinkEndpoints {
     /// A debug override: the only candidate when set.
     pub debug: Option<SocketAddr>,
@@ -47,6 +48,7 @@ pub struct ShortLinkEndpoints {
 /// Where the long link connects: like [`ShortLinkEndpoints`], with several
 /// ports (every port × every IP, IP-major, as Mars does).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct LongLinkEndpoints {
     /// A debug override: the only candidate when set.
     pub debug: Option<SocketAddr>,
@@ -62,6 +64,7 @@ pub struct LongLinkEndpoints {
 
 /// Which link a [`Channel::Both`](crate::task::Channel::Both) task uses, and when that is decided.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ChannelChoice {
     /// Mars: decided once, at submit (long if connected then, else short; no
     /// later migration).
@@ -74,6 +77,7 @@ pub enum ChannelChoice {
 
 /// What happens to tasks while the app says there is no network.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NoNetworkPolicy {
     /// Mars: network-status-sensitive tasks fail at once with "no network"
     /// (unless the long link is connected); the others are sent anyway.
@@ -86,6 +90,7 @@ pub enum NoNetworkPolicy {
 /// Which failed tasks are parked as zombies (Mars `zombie_task_manager.cc`)
 /// and replayed on signs of connectivity.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ZombiePolicy {
     /// Never park; a failed task ends at once.
     Off,
@@ -113,6 +118,7 @@ pub enum ZombiePolicy {
 /// assert!(!stn.retries(404) && stn.retries(429) && stn.retries(503));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum HttpRetry {
     /// Mars: every status other than 200 is retried (`__SingleRespHandle`
     /// treats them all as a network failure), so a 404 with `retry_count(2)`

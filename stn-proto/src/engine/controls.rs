@@ -95,11 +95,10 @@ impl Engine {
     /// use stn_proto::config::LongLinkEndpoints;
     ///
     /// let mut config = Config::default();
-    /// config.set_long_link(Some(LongLinkEndpoints {
-    ///     ips: vec!["127.0.0.1".parse().unwrap()],
-    ///     ports: vec![8081],
-    ///     ..LongLinkEndpoints::default()
-    /// }));
+    /// let mut long = LongLinkEndpoints::default();
+    /// long.ips = vec!["127.0.0.1".parse().unwrap()];
+    /// long.ports = vec![8081];
+    /// config.set_long_link(Some(long));
     /// let mut engine = Engine::new(Instant::ZERO, config);
     /// engine.set_long_link_enabled(Instant::ZERO, false);
     /// let id = engine.submit(Instant::ZERO, Task::new(7, "", "x").channel(Channel::Long)).unwrap();

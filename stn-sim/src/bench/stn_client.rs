@@ -84,11 +84,10 @@ impl StnClientConfig {
         engine.short_link_mut().hosts = vec![HOST.to_owned()];
         engine.short_link_mut().port = short_port;
         if let Some(p) = long_port {
-            engine.set_long_link(Some(stn_proto::config::LongLinkEndpoints {
-                hosts: vec![HOST.to_owned()],
-                ports: vec![p],
-                ..Default::default()
-            }));
+            let mut long = stn_proto::config::LongLinkEndpoints::default();
+            long.hosts = vec![HOST.to_owned()];
+            long.ports = vec![p];
+            engine.set_long_link(Some(long));
         }
         if profile == Profile::Mars2017 {
             engine.ban_mut().enabled = false;
