@@ -13,12 +13,13 @@
 //! Prints a table on stderr and one JSON object per row on stdout:
 //! `{"link":"long|short","n":N,"ns_per_task":F,"bytes_per_task":F}`.
 //!
-//! It also prints `floor` rows (`"link":"floor"`): the least any engine with
-//! per-task state must do, on this machine, for the same N: one boxed record
-//! of the engine's size per task in a hash table keyed by task id and one
-//! deadline entry in an ordered index, each inserted at submit and looked up
-//! and removed at the answer, in the same order as the long-link round. They
-//! say how much of the engine's growth with N is the memory hierarchy's.
+//! It also prints `floor` rows (`"link":"floor"`): the engine's table layout
+//! alone, on this machine, for the same N: one boxed record of the engine's
+//! per-task size in a hash table keyed by task id (as `TaskTable` keeps them)
+//! and one entry in an ordered deadline index, each inserted at submit and
+//! found and removed at the answer, in the order of the long-link round. The
+//! engine touches several such tables per task; the floor says what one of
+//! them costs as N grows (a dense slab indexed by id would cost less).
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::{BTreeMap, VecDeque};
