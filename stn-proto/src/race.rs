@@ -60,19 +60,28 @@
 //!   a lost SYN after 1 s, then 3 s, 7 s, … (docs/peers.md §3.1), so under
 //!   loss an attempt whose first two SYNs were lost sits idle until 3 s. An
 //!   attempt not connected after `max(3·rtt, 1 s + rtt + 100 ms)` (1.6 s when no
-//!   RTT is known, assuming 500 ms) is cancelled and reported
-//!   [`AttemptResult::Abandoned`]; the freed slot starts a fresh attempt, which
-//!   sends a new SYN immediately. 3·rtt is the usual data RTO (srtt + 4·rttvar);
+//!   RTT is known, assuming 500 ms) is reported [`AttemptResult::Abandoned`]
+//!   (a failure of its address, so a black hole is demoted; not for a floor
+//!   attempt, below) and gives its slot to a fresh attempt, which sends a
+//!   new SYN immediately. It is not closed: it stays open as a *passive
+//!   probe* outside the slots, which can still win, until its own attempt
+//!   timeout, a win or the race's end. Closing it would throw away the OS's
+//!   own retransmissions of its SYN (1 s, 3 s, 7 s after its start), and the
+//!   fresh SYNs fall between those instants, so an outage that ends just
+//!   before one of them would be caught late (stn-sim sweep cell
+//!   `outage-13.9s`). A probe that later ends by stn's timers gets no second
+//!   verdict (no `Failed` report; `Lost` when another attempt wins). Probes
+//!   are bounded by the abandon count below: at most 6 per race. 3·rtt is
+//!   the usual data RTO (srtt + 4·rttvar);
 //!   `1 s + rtt` is when the reply to the OS's first retransmission should
 //!   have arrived. An attempt is only abandoned when a replacement may start, and
 //!   after 6 abandonments in one race no more are abandoned, so an RTT hint
 //!   that is far too small (the path got slower) costs a few seconds instead of
-//!   a livelock of attempts that never live long enough to connect. (Floor
-//!   attempts, below, are never abandoned, so they also connect on such a
-//!   path.)
-//! - **Mars's schedule as a floor** ([`ProbeFloor`]): abandoning alone closes
-//!   sockets the OS would have kept retransmitting, so stn's SYNs land off the
-//!   instants where Mars's land — and after an outage that ends at one of
+//!   a livelock of attempts that never live long enough to connect. (An
+//!   abandoned attempt stays open, so it also connects on such a path.)
+//! - **Mars's schedule as a floor** ([`ProbeFloor`]): stn's own starts (and
+//!   so its sockets' retransmissions) fall off the instants where Mars's
+//!   land — and after an outage that ends at one of
 //!   Mars's instants, Mars's next SYN went out before stn's (stn-sim
 //!   sensitivity suite: up to 0.4 s behind). So stn runs Mars's own rule 2 and
 //!   3 underneath, with Mars's constants: a *floor attempt* starts at the race
@@ -82,10 +91,13 @@
 //!   and the first slot attempt; a later floor start takes a slot only if a
 //!   slot start is due at that very instant, otherwise it is *passive* from
 //!   the start (outside the slots; it does not move the stagger). A floor
-//!   attempt in a slot is not closed at its abandon time: it gives its slot
-//!   to a fresh attempt and stays open as a passive probe. Passive attempts
-//!   can win like any other. Consequence: while nothing answers, up to this
-//!   race's deadline, every attempt a [`Profile::Mars`] race would have open
+//!   attempt in a slot gives up its slot at its abandon time like any other
+//!   and stays open, but gets no `Abandoned` report: it is judged as Mars
+//!   judges its attempts, at its 10 s timeout or when another wins (the
+//!   race's first attempt is a floor attempt, and reporting it would demote
+//!   a good address after every outage longer than the abandon time).
+//!   Passive attempts can win like any other. Consequence: while nothing
+//!   answers, up to this race's deadline, every attempt a [`Profile::Mars`] race would have open
 //!   at an instant, this race has open too, started at the same instant
 //!   (candidates come from the one round-robin, so with distinct addresses
 //!   the floor's can differ from Mars's), so the OS sends a SYN at every
@@ -95,7 +107,8 @@
 //!   Linux SYN schedules, SYN by SYN). Mars sends no SYN after 19.5 s in a
 //!   race of up to 5 candidates (its last is 7 s after its last start at
 //!   12.5 s), so the 20 s cap loses none. The cost is sockets: at most
-//!   `max_in_flight` + 3 = 6 open at once (Mars: 3), and only while a race
+//!   `max_in_flight` + 3 floor attempts + 6 probes = 12 open at once
+//!   ([`RaceConfig::max_open`]; Mars: 3), and more than 3 only while a race
 //!   lasts beyond the first abandon time. A passive attempt that wins
 //!   reports its connect time from its own start, seconds that include
 //!   retransmitted SYNs: a caller that takes connect times as RTT samples
@@ -220,7 +233,9 @@ pub struct AbandonPolicy {
     /// RTT assumed when the race has no hint.
     pub assumed_rtt: Duration,
     /// After this many abandonments in one race, attempts run to their own
-    /// timeout (guards against an RTT hint far below the real RTT).
+    /// timeout in their slots (guards against an RTT hint far below the
+    /// real RTT). Also the bound on passive probes: each abandonment keeps
+    /// one socket open.
     pub max_abandons: u32,
 }
 
@@ -253,10 +268,11 @@ impl AbandonPolicy {
 ///
 /// A *floor attempt* starts when the race starts, then whenever `stagger` has
 /// passed since the last floor start and fewer than `max_open` floor attempts
-/// are open — Mars's rule 2 with Mars's constants. A floor attempt is never
-/// abandoned: at its abandon time it gives its slot to a fresh attempt but
-/// keeps its socket open (a *passive probe*, so the OS keeps retransmitting
-/// its SYN) until its own deadline, a win or the end of the race.
+/// are open — Mars's rule 2 with Mars's constants. Each floor attempt stays
+/// open until its own deadline, a win or the end of the race (at its abandon
+/// time, like any attempt, it gives its slot to a fresh attempt and stays
+/// open as a passive probe, so the OS keeps retransmitting its SYN; unlike
+/// a slot attempt it is not reported [`AttemptResult::Abandoned`]).
 ///
 /// ```
 /// use stn_proto::config::{ProbeFloor, RaceConfig};
@@ -322,7 +338,9 @@ pub struct RaceConfig {
     pub attempt_timeout: Duration,
     /// Derive the stagger from the RTT hint (stn).
     pub adaptive_stagger: Option<AdaptiveStagger>,
-    /// Abandon attempts whose SYNs look lost (stn).
+    /// Abandon attempts whose SYNs look lost (stn): report them and free
+    /// their slot, keeping each open as a passive probe (up to
+    /// `max_abandons` sockets beyond the slots and the floor).
     pub abandon: Option<AbandonPolicy>,
     /// Keep Mars's attempt schedule as a floor under this one (stn). Floor
     /// attempts may open up to `floor.max_open` sockets beyond
@@ -356,6 +374,20 @@ impl RaceConfig {
             overall_timeout: k::overall_timeout(p),
             loser_reports: k::loser_reports(p),
         }
+    }
+
+    /// Most sockets a race opens at once: `max_in_flight` slots, the
+    /// floor's `max_open` passive attempts and, under an [`AbandonPolicy`],
+    /// one passive probe per abandonment (`max_abandons`; a floor attempt's
+    /// abandonment counts too, so this is not tight).
+    pub fn max_open(&self) -> usize {
+        let floor = self.floor.map_or(0, |f| f.max_open.max(1));
+        let probes = self.abandon.map_or(0, |p| p.max_abandons);
+        let probes = usize::try_from(probes).unwrap_or(usize::MAX);
+        self.max_in_flight
+            .max(1)
+            .saturating_add(floor)
+            .saturating_add(probes)
     }
 
     /// The stagger a race with this RTT hint uses.
@@ -467,8 +499,6 @@ pub(crate) enum AttemptState {
     Connected,
     /// It failed (socket error, its own or the overall deadline).
     Failed(ConnectError),
-    /// Cancelled by stn's abandon rule.
-    Abandoned,
     /// Cancelled because another attempt won.
     Lost,
     /// Cancelled by [`Race::cancel`].
@@ -493,12 +523,17 @@ pub(crate) struct AttemptStats {
     /// When it is to be abandoned (or, for a floor attempt, to give up its
     /// slot), if the abandon rule applies.
     pub abandon_at: Option<Instant>,
-    /// It started at a floor instant ([`ProbeFloor`]): it is never
-    /// abandoned, only made passive.
+    /// It started at a floor instant ([`ProbeFloor`]): at its abandon time
+    /// it is made passive without an `Abandoned` report.
     pub floor: bool,
-    /// When it gave its slot to a fresh attempt while keeping its socket
-    /// open (floor attempts only). A passive attempt can still win.
+    /// When it left the slots while keeping its socket open (at its abandon
+    /// time, or at its start for a floor attempt started outside the
+    /// slots). A passive attempt can still win.
     pub passive_since: Option<Instant>,
+    /// It reached its abandon time in a slot and was reported
+    /// [`AttemptResult::Abandoned`] (never a floor attempt); it stays open as
+    /// a passive probe.
+    pub abandoned: bool,
     /// When it ended, if it has.
     pub ended: Option<Instant>,
     /// When its TCP connect completed, if a TLS handshake then ran on it
@@ -626,8 +661,14 @@ impl Race {
             }
             let loser = &self.attempts[j];
             let outpaced = j < i && loser.addr != addr && now - loser.started >= outpaced_after;
+            let abandoned = loser.abandoned;
             self.end_attempt(j, now, AttemptState::Lost);
             self.push_cancel(j);
+            if abandoned {
+                // It already had its verdict (Abandoned).
+                self.push_report(j, AttemptResult::Lost);
+                continue;
+            }
             match self.config.loser_reports {
                 LoserReports::AllLost => self.push_report(j, AttemptResult::Lost),
                 LoserReports::Outpaced if outpaced => {
@@ -740,7 +781,7 @@ impl Race {
     }
 
     /// Attempts currently connecting (open sockets), passive ones included:
-    /// at most `max_in_flight`, plus `floor.max_open` under a [`ProbeFloor`].
+    /// at most [`RaceConfig::max_open`].
     pub(crate) fn in_flight(&self) -> usize {
         self.open().count()
     }
@@ -799,7 +840,7 @@ impl Race {
                 let err = ConnectError::AttemptTimeout;
                 self.end_attempt(i, now, AttemptState::Failed(err));
                 self.push_cancel(i);
-                self.push_report(i, AttemptResult::Failed(err));
+                self.push_timer_failure(i, err);
                 self.note_failure(err, frees_slot);
             }
         }
@@ -817,15 +858,21 @@ impl Race {
                 continue;
             }
             self.abandons += 1;
-            if self.attempts[i].floor {
-                // A floor attempt keeps its socket (the OS keeps sending its
-                // SYNs on schedule) and only gives up its slot.
-                let a = &mut self.attempts[i];
-                a.abandon_at = None;
-                a.passive_since = Some(now);
-            } else {
-                self.end_attempt(i, now, AttemptState::Abandoned);
-                self.push_cancel(i);
+            // The attempt gives up its slot but keeps its socket: the OS
+            // keeps retransmitting its SYN on its own schedule, between the
+            // fresh attempt's SYNs, so an outage that ends between two of
+            // them is still caught. A slot attempt's address is told now (a
+            // black hole is demoted) and a later end by stn's timers adds no
+            // second verdict. A floor attempt gives none here: it is Mars's
+            // own attempt, judged as Mars judges it (at its 10 s timeout or
+            // when another wins); the race's first attempt is one, and
+            // reporting it would demote a good address for every outage
+            // that outlasts the abandon time.
+            let a = &mut self.attempts[i];
+            a.abandon_at = None;
+            a.passive_since = Some(now);
+            if !a.floor {
+                a.abandoned = true;
                 self.push_report(i, AttemptResult::Abandoned);
             }
             self.last_event_failed = true;
@@ -837,7 +884,7 @@ impl Race {
                     let err = ConnectError::AttemptTimeout;
                     self.end_attempt(i, now, AttemptState::Failed(err));
                     self.push_cancel(i);
-                    self.push_report(i, AttemptResult::Failed(err));
+                    self.push_timer_failure(i, err);
                     self.note_failure(err, true);
                 }
             }
@@ -895,6 +942,7 @@ impl Race {
             abandon_at,
             floor,
             passive_since: (!in_slot).then_some(now),
+            abandoned: false,
             ended: None,
             tcp_connected: None,
             state: AttemptState::Connecting,
@@ -1035,6 +1083,15 @@ impl Race {
             addr: a.addr,
             result,
         });
+    }
+
+    /// Reports a failure by stn's own timers, unless the attempt was
+    /// already reported [`AttemptResult::Abandoned`]: that was its verdict,
+    /// and a second one would count one unanswered SYN twice.
+    fn push_timer_failure(&mut self, i: usize, error: ConnectError) {
+        if !self.attempts[i].abandoned {
+            self.push_report(i, AttemptResult::Failed(error));
+        }
     }
 
     fn finish_failed(&mut self, reason: FailReason) {

@@ -228,13 +228,11 @@ impl World {
         assert!(self.e.task_count() <= self.config.max_queued_tasks);
         assert!(self.e.short_in_flight() <= self.config.max_in_flight_short);
         assert!(self.e.long_in_flight() <= self.config.long.max_in_flight_tasks);
-        // Each short attempt races at most `max_in_flight` connections plus
-        // its floor's (stn: 3 + 3), and so does its hedge (stn), beside its
-        // first exchange's connection; the long link too; the keep-alive
-        // pool holds at most its `max_idle_conns`.
-        let per_race = |r: &crate::race::RaceConfig| {
-            r.max_in_flight.max(1) + r.floor.map_or(0, |f| f.max_open.max(1))
-        };
+        // Each short attempt races at most `RaceConfig::max_open`
+        // connections (stn: 3 slots + 3 floor + 6 probes), and so does its
+        // hedge (stn), beside its first exchange's connection; the long link
+        // too; the keep-alive pool holds at most its `max_idle_conns`.
+        let per_race = |r: &crate::race::RaceConfig| r.max_open();
         let short = per_race(&self.config.exchange.race);
         let per_short = if self.config.hedge.is_some() {
             2 * short + 1

@@ -1972,6 +1972,50 @@ fn abandoned_syns_demote_black_holes() {
     }
 }
 
+#[test]
+fn an_abandoned_attempt_is_reported_but_stays_open_and_can_win() {
+    // Two endpoints, no RTT hint: the second attempt (250 ms, the other
+    // endpoint) is abandoned 1.6 s after its start. Its endpoint gets the
+    // failure at once, but its socket is not closed (the OS would still
+    // retransmit its SYN); when it connects later the task runs on it, and
+    // the success is recorded too. (The first attempt is Mars's own floor
+    // attempt: kept too, but judged only at its timeout or a win.)
+    let c = unhedged(Profile::Stn).short_link_ips([ip("10.0.0.1"), ip("10.0.0.2")], 80);
+    let mut h = H::new(c);
+    let id = h.submit(short_task("x").retry_count(0));
+    h.advance(ms(250));
+    let started = connects(&h.log);
+    assert_eq!(started.len(), 2, "{started:?}");
+    let (probe, addr) = started[1];
+    assert_ne!(addr, started[0].1);
+    let a = h.advance(ms(1_700));
+    assert!(
+        !closes(&a).contains(&probe),
+        "abandoned attempt closed: {a:?}"
+    );
+    assert!(h.e.conns.contains(probe));
+    assert!(connects(&h.log).len() > 3, "fresh attempts started");
+    let stats = h.e.endpoint_history().endpoint(addr).expect("recorded");
+    assert_eq!(stats.records & 1, 1, "the abandon is a failure of {addr}");
+    assert!(stats.last_fail.is_some_and(|t| t <= h.now));
+    let floor = started[0].1;
+    assert!(
+        h.e.endpoint_history()
+            .endpoint(floor)
+            .is_none_or(|s| s.last_fail.is_none()),
+        "no verdict on the floor attempt yet"
+    );
+    serve_short(&mut h, probe, "late");
+    assert_eq!(h.outcome(id).expect("ok").body, &b"late"[..]);
+    let r = h.reports(id);
+    assert_eq!(r.last().and_then(|r| r.endpoint), Some(addr));
+    let stats = h.e.endpoint_history().endpoint(addr).expect("recorded");
+    assert!(stats.last_success.is_some(), "the win is recorded too");
+    // Every other attempt was closed with the race, the winner with its
+    // (non-keep-alive) exchange.
+    assert_eq!(h.e.open_connections(), 0);
+}
+
 // ------------------------------------------------------------ socket pool ----
 
 fn keep_alive_task(body: &str) -> Task {

@@ -155,6 +155,8 @@ struct Attempt {
     addr: SocketAddr,
     track: Track,
     reports: u32,
+    /// Reported Abandoned (while open).
+    abandoned: bool,
     connected_report: Option<Duration>,
 }
 
@@ -196,12 +198,13 @@ impl Model {
                         addr,
                         track: Track::Open,
                         reports: 0,
+                        abandoned: false,
                         connected_report: None,
                     });
-                    // stn's floor attempts may add `floor.max_open` sockets.
-                    let floor = self.config.floor.map_or(0, |f| f.max_open.max(1));
+                    // stn's floor attempts and passive probes add sockets
+                    // beyond the slots.
                     assert!(
-                        self.open() <= self.config.max_in_flight.max(1) + floor,
+                        self.open() <= self.config.max_open(),
                         "more attempts in flight than allowed"
                     );
                     assert!(race.active() <= self.config.max_in_flight.max(1));
@@ -219,8 +222,22 @@ impl Model {
                     let by_caller = caller_failed;
                     let a = self.attempt(attempt, addr);
                     a.reports += 1;
-                    assert_eq!(a.reports, 1, "{attempt:?} reported twice");
+                    // An abandoned attempt is reported while it stays open;
+                    // one more report may follow when it ends.
+                    let allowed = if a.abandoned { 2 } else { 1 };
+                    assert!(a.reports <= allowed, "{attempt:?} reported twice");
                     match result {
+                        AttemptResult::Abandoned => {
+                            assert_eq!(a.track, Track::Open, "abandoned attempt closed");
+                            assert_eq!(a.reports, 1, "{attempt:?} abandoned after a report");
+                            a.abandoned = true;
+                        }
+                        AttemptResult::Failed(ConnectError::AttemptTimeout)
+                        | AttemptResult::Outpaced
+                            if a.abandoned && a.track == Track::Cancelled =>
+                        {
+                            panic!("{attempt:?}: second verdict {result:?} after Abandoned");
+                        }
                         AttemptResult::Connected { connect_time } => {
                             assert_eq!(a.track, Track::Open);
                             a.connected_report = Some(connect_time);
@@ -231,7 +248,6 @@ impl Model {
                             caller_failed = None;
                         }
                         AttemptResult::Failed(_)
-                        | AttemptResult::Abandoned
                         | AttemptResult::Lost
                         | AttemptResult::Outpaced => {
                             assert_eq!(a.track, Track::Cancelled, "report without an answer");
@@ -308,11 +324,13 @@ impl Model {
 /// Runs an arbitrary op list against a [`Race`] of any profile and checks:
 /// - every Connect is answered exactly once — by a Cancel, by the caller's
 ///   own failure report, or by Won — and gets at most one Report, which
-///   agrees with how it was answered; ids come in start order;
+///   agrees with how it was answered, except that an attempt reported
+///   Abandoned (while still open) may get one more, never a second timer
+///   verdict (AttemptTimeout, Outpaced); ids come in start order;
 /// - Won and Failed: at most one of them, once, and none after a cancel; the
 ///   outcome matches; Failed only with nothing in flight;
-/// - in slots never more than `max_in_flight`, open never more than that
-///   plus `floor.max_open`;
+/// - in slots never more than `max_in_flight`, open never more than
+///   `RaceConfig::max_open`;
 /// - after every drain an unfinished race has a deadline later than the
 ///   latest `now`, and a finished one none;
 /// - input for a finished or unknown attempt produces no action;

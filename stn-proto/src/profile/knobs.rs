@@ -95,9 +95,10 @@ macro_rules! knobs {
 
 knobs! {
     /// Connection racing (`race::RaceConfig`), the same machine on both links
-    /// (Mars `ComplexConnect`, docs/mars-stn.md §3). Under stn at most 6
-    /// sockets are open at once: 3 attempts in their slots plus up to 3 floor
-    /// attempts kept open as passive probes; Mars opens at most 3.
+    /// (Mars `ComplexConnect`, docs/mars-stn.md §3). Under stn at most 12
+    /// sockets are open at once: 3 attempts in their slots, up to 3 floor
+    /// attempts and up to 6 abandoned ones (one per abandonment) kept open as
+    /// passive probes; Mars opens at most 3.
     mod race {
         /// The 4 s of mars-2017 is the interval until 2022 (and in the 2017
         /// benchmark). stn staggers by the measured RTT (`adaptive_stagger`)

@@ -277,12 +277,14 @@ fn race_picks_the_working_candidate_and_closes_the_losers() {
 }
 
 #[test]
-fn abandoned_attempts_are_closed_and_count_against_their_address() {
+fn abandoned_attempts_stay_open_and_count_against_their_address() {
     // stn abandons an attempt whose SYNs look lost (1.6 s without an RTT
     // hint) and starts a fresh one at once; the address is reported as
-    // failed (a black hole is demoted, as a refusing address is). The first
-    // attempt is also the race's first floor attempt (Mars's schedule): it
-    // only gives up its slot and keeps its socket, with no verdict.
+    // failed (a black hole is demoted, as a refusing address is), but the
+    // socket stays open as a passive probe: the OS still retransmits its
+    // SYN, and it can still win. The first attempt is also the race's first
+    // floor attempt (Mars's schedule): it too keeps its socket, with no
+    // verdict.
     let mut h = H::start(Profile::Stn, request(&[1, 2, 3, 4]));
     assert_eq!(h.drain(), vec![connect(1, 1)]);
     assert_eq!(h.tick(250), vec![connect(2, 2)]);
@@ -292,14 +294,27 @@ fn abandoned_attempts_are_closed_and_count_against_their_address() {
     assert_eq!(
         h.tick(1_850),
         vec![
-            close(2),
             connect_failed(2, ConnectError::AttemptTimeout),
             connect(5, 1)
         ]
     );
-    assert!(!h.ex.owns(c(2)));
-    // The abandoned conn's late events are ignored.
-    assert_eq!(h.ev(1_900, 2, ConnEvent::Connected), vec![]);
+    assert!(h.ex.owns(c(2)));
+    // The probe connects (a late answer to its SYN or to the OS's
+    // retransmission at 1.25 s): the request goes on it, every other
+    // attempt is closed, and none gets a verdict (the floor attempt is not
+    // outpaced by a winner this slow, the rest started after the winner).
+    let acts = h.ev(2_000, 2, ConnEvent::Connected);
+    assert_eq!(acts[0], ok_connect(2, 1_750));
+    for conn in [1, 3, 4, 5] {
+        assert!(acts.contains(&close(conn)), "{conn}: {acts:?}");
+    }
+    assert!(acts.contains(&send(2)), "{acts:?}");
+    assert!(
+        !acts
+            .iter()
+            .any(|a| matches!(a, ExchangeAction::Endpoint(r) if !r.ok)),
+        "{acts:?}"
+    );
 }
 
 #[test]
