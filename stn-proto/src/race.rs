@@ -222,6 +222,7 @@ impl AdaptiveStagger {
 /// assert_eq!(p.abandon_after(None), Duration::from_millis(1600));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct AbandonPolicy {
     /// Multiple of the RTT after which a handshake is clearly late (3: the
     /// usual data RTO, srtt + 4·rttvar, is about 3·RTT).
@@ -305,6 +306,7 @@ impl Default for ProbeFloor {
 
 /// What to report about attempts still connecting when another one wins.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LoserReports {
     /// Mars: losers started before the winner are reported as failed with
     /// [`ConnectError::TimedOut`] (`ETIMEDOUT`); later ones are not reported.
