@@ -220,6 +220,7 @@ mod queue;
 mod short;
 mod timer_set;
 mod types;
+mod verdicts;
 mod zombies;
 
 #[cfg(test)]
@@ -402,6 +403,8 @@ pub struct Engine {
     pool: BTreeMap<ConnId, pool::Idle>,
     /// The pool is off until then (after a stale reuse).
     pool_off_until: Instant,
+    /// Short-link race losers kept open until their verdict is due.
+    verdicts: BTreeMap<ConnId, verdicts::Probe>,
     conns: ConnTable,
     history: EndpointHistory,
     timeouts: AdaptiveTimeouts,
@@ -462,6 +465,7 @@ impl Engine {
             hedges: hedge::Hedges::default(),
             pool: BTreeMap::new(),
             pool_off_until: now,
+            verdicts: BTreeMap::new(),
             conns: ConnTable::default(),
             history: EndpointHistory::new(config.ban.clone()),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
@@ -670,6 +674,9 @@ impl Engine {
         self.long_wants_connect = false;
         // Mars clears the socket pool on a network change.
         self.pool_clear();
+        // The history was just reset: a probe's verdict would be about the
+        // old network.
+        self.verdict_clear();
         self.redo_short_attempts(now);
         if let Some(long) = self.long.as_mut() {
             long.on_network_change(now);
@@ -893,6 +900,7 @@ impl Engine {
             self.finish(id, Err(Error::Shutdown));
         }
         self.pool.clear();
+        self.verdicts.clear();
         for conn in self.conns.drain() {
             self.actions.push_back(Output::Io(IoAction::Close { conn }));
         }
@@ -923,6 +931,7 @@ impl Engine {
             self.zombies.next_deadline(self.last_task_start, idle),
             self.short_timers.first(),
             self.pool_timeout(),
+            self.verdict_timeout(),
             self.hedges.next_timer(),
             self.next_hedge_start(),
             self.long.as_ref().and_then(LongLink::poll_timeout),
@@ -1230,6 +1239,7 @@ impl Engine {
         }
         self.start_due_hedges(now);
         self.pool_expire(now);
+        self.verdict_expire(now);
         if let Some(long) = self.long.as_mut() {
             long.handle_timeout(now, &mut self.ids);
         }
@@ -1458,6 +1468,7 @@ impl Engine {
                 self.pump_long(now);
             }
             Owner::Pool => self.pool_event(conn, &event),
+            Owner::Verdict => self.verdict_event(now, conn, &event),
         }
     }
 

@@ -729,7 +729,10 @@ impl LongLink {
                     }
                     None => c.race.handle_failed(now, attempt, ConnectError::Other(0)),
                 },
-                RaceAction::Cancel { attempt, .. } => {
+                // The long link keeps no verdict probes (its race uses
+                // `LoserReports::Outpaced`): a loser handed over is closed
+                // without a verdict.
+                RaceAction::Cancel { attempt, .. } | RaceAction::Linger { attempt, .. } => {
                     if let Some(conn) = c.conns.remove(&attempt) {
                         self.events
                             .push_back(LongLinkEvent::Io(IoAction::Close { conn }));

@@ -137,7 +137,13 @@
 //!   before the winner and unanswered for twice the winner's connect time
 //!   plus 100 ms, is [`AttemptResult::Outpaced`] — most likely a black hole,
 //!   which would otherwise stay first in the order forever. The ban module
-//!   decides what to record.
+//!   decides what to record. On stn's short link
+//!   ([`LoserReports::OutpacedAtThreshold`]) such a loser that has not yet
+//!   waited the threshold at the win is handed over open (`Linger`) and
+//!   judged at the threshold by the engine (Outpaced if still unanswered,
+//!   nothing if it connects): at 40 ms RTT the next address starts one
+//!   stagger (130 ms) later and wins ~45 ms after, before the ~190 ms
+//!   threshold, so a black hole ordered first was otherwise never judged.
 //!
 //! When the overall deadline passes, every attempt in flight (passive ones
 //! included) is cancelled and reported as failed with
@@ -322,6 +328,15 @@ pub enum LoserReports {
     /// stagger. One lost SYN of a good address only reorders it (the history
     /// needs repeated failures to ban, and never bans the last candidate).
     Outpaced,
+    /// stn's short link: as [`LoserReports::Outpaced`], except that such a
+    /// loser that has not yet waited the threshold at the win is not judged
+    /// then: the race hands its socket over, open, to its caller until the
+    /// threshold since its start (at most its own attempt deadline), so a black hole ordered first, whose
+    /// attempt a live second address beats within the stagger plus one
+    /// connect, still gets its verdict. Whoever takes it over reports it
+    /// [`AttemptResult::Outpaced`] if it has not answered by then, and
+    /// nothing if it connects (merely slower).
+    OutpacedAtThreshold,
 }
 
 /// Configuration of a `Race`.
@@ -461,6 +476,21 @@ pub(crate) enum RaceAction {
         attempt: AttemptId,
         /// Its address.
         addr: SocketAddr,
+    },
+    /// `attempt` lost the race but is not judged yet
+    /// ([`LoserReports::OutpacedAtThreshold`]): its socket is the caller's
+    /// now, to keep open until `until`. No `Cancel` or `Report` follows from
+    /// the race; the caller reports it [`AttemptResult::Outpaced`] if it has
+    /// neither connected nor failed by then (and closes it), nothing if it
+    /// connects, and the socket's error if it fails.
+    Linger {
+        /// The losing attempt.
+        attempt: AttemptId,
+        /// Its address.
+        addr: SocketAddr,
+        /// When its verdict is due: its start plus twice the winner's
+        /// connect time plus 100 ms (at most its own attempt deadline).
+        until: Instant,
     },
     /// Record how `attempt` ended (for IP history and metrics).
     Report {
@@ -662,9 +692,27 @@ impl Race {
                 continue;
             }
             let loser = &self.attempts[j];
-            let outpaced = j < i && loser.addr != addr && now - loser.started >= outpaced_after;
+            let suspect = j < i && loser.addr != addr;
+            let outpaced = suspect && now - loser.started >= outpaced_after;
             let abandoned = loser.abandoned;
+            // Never past its own attempt deadline, where it would fail anyway.
+            let until = (loser.started + outpaced_after).min(loser.deadline);
+            let (loser_id, loser_addr) = (loser.id, loser.addr);
             self.end_attempt(j, now, AttemptState::Lost);
+            if suspect
+                && !outpaced
+                && !abandoned
+                && self.config.loser_reports == LoserReports::OutpacedAtThreshold
+            {
+                // Too early to tell a black hole from a slower path: the
+                // caller keeps the socket until the threshold and judges it.
+                self.actions.push_back(RaceAction::Linger {
+                    attempt: loser_id,
+                    addr: loser_addr,
+                    until,
+                });
+                continue;
+            }
             self.push_cancel(j);
             if abandoned {
                 // It already had its verdict (Abandoned).
@@ -673,10 +721,12 @@ impl Race {
             }
             match self.config.loser_reports {
                 LoserReports::AllLost => self.push_report(j, AttemptResult::Lost),
-                LoserReports::Outpaced if outpaced => {
+                LoserReports::Outpaced | LoserReports::OutpacedAtThreshold if outpaced => {
                     self.push_report(j, AttemptResult::Outpaced);
                 }
-                LoserReports::Outpaced => self.push_report(j, AttemptResult::Lost),
+                LoserReports::Outpaced | LoserReports::OutpacedAtThreshold => {
+                    self.push_report(j, AttemptResult::Lost);
+                }
                 LoserReports::MarsLowerIndexTimedOut if j < i => {
                     self.push_report(j, AttemptResult::Failed(ConnectError::TimedOut));
                 }

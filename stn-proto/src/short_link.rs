@@ -77,7 +77,9 @@ use crate::error::{DnsError, Error, ProtocolError, SocketError, TimeoutKind};
 use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
 use crate::net::{ConnectError, SocketAddr};
 use crate::profile::Profile;
-use crate::race::{AttemptId, AttemptResult, FailReason, Race, RaceAction, RaceConfig};
+use crate::race::{
+    AttemptId, AttemptResult, FailReason, LoserReports, Race, RaceAction, RaceConfig,
+};
 use crate::small_map::SmallMap;
 use crate::task::TaskError;
 use crate::time::{Duration, Instant, MonotonicClock};
@@ -140,8 +142,15 @@ pub struct ExchangeConfig {
 impl ExchangeConfig {
     /// The race and HTTP limits of a profile.
     pub fn for_profile(p: Profile) -> Self {
+        let mut race = RaceConfig::for_profile(p);
+        // The engine keeps a short-link loser open until its verdict is
+        // due (engine `verdicts`): a black hole ordered first is then judged
+        // even when the next address wins within the threshold.
+        if race.loser_reports == LoserReports::Outpaced {
+            race.loser_reports = LoserReports::OutpacedAtThreshold;
+        }
         ExchangeConfig {
-            race: RaceConfig::for_profile(p),
+            race,
             http: HttpLimits::for_profile(p),
         }
     }
@@ -256,6 +265,18 @@ pub(crate) enum ExchangeAction {
     Io(IoAction),
     /// Record an outcome in the endpoint history.
     Endpoint(EndpointReport),
+    /// A loser of the won race, still connecting, is handed over unjudged
+    /// ([`RaceAction::Linger`]): the exchange forgets `conn`, and the caller
+    /// owns it, reports `addr` failed if it has neither connected nor failed
+    /// by `until`, and closes it.
+    Linger {
+        /// The loser's connection.
+        conn: ConnId,
+        /// Its address.
+        addr: SocketAddr,
+        /// When its verdict is due.
+        until: Instant,
+    },
     /// The exchange is over. Emitted exactly once, always last. Boxed: it
     /// is the largest action and the rarest.
     Finished(Box<ExchangeResult>),
@@ -628,6 +649,20 @@ impl ShortLinkExchange {
                 RaceAction::Cancel { attempt, .. } => {
                     if let Some(&conn) = self.attempts.get(&attempt) {
                         self.close(conn);
+                    }
+                }
+                RaceAction::Linger {
+                    attempt,
+                    addr,
+                    until,
+                } => {
+                    if let Some(&conn) = self.attempts.get(&attempt) {
+                        if self.conns.get(&conn).is_some_and(|s| *s != ConnState::Gone) {
+                            // Gone to the exchange: its events go to the new owner.
+                            self.conns.insert(conn, ConnState::Gone);
+                            self.actions
+                                .push_back(ExchangeAction::Linger { conn, addr, until });
+                        }
                     }
                 }
                 RaceAction::Report { addr, result, .. } => self.report_attempt(addr, result),

@@ -240,9 +240,28 @@ impl World {
             short
         };
         let pooled = self.config.socket_pool.map_or(0, |p| p.max_idle_conns);
+        // Verdict probes: capped, owned by the engine alone, judged when
+        // due, and due by their attempt's own deadline (started before now).
+        let probes = self.e.verdicts.len();
+        assert!(probes <= self.e.max_verdict_probes());
+        let longest = self.config.exchange.race.attempt_timeout;
+        for (conn, p) in &self.e.verdicts {
+            assert_eq!(
+                self.e.conns.owner(*conn),
+                Some(super::conns::Owner::Verdict)
+            );
+            assert!(p.until > self.now, "verdict probe {conn:?} overdue");
+            assert!(
+                p.until <= self.now + longest,
+                "verdict probe {conn:?} due too late"
+            );
+        }
         assert!(
             self.e.open_connections()
-                <= self.e.short_in_flight() * per_short + per_race(&self.config.long.race) + pooled
+                <= self.e.short_in_flight() * per_short
+                    + per_race(&self.config.long.race)
+                    + pooled
+                    + probes
         );
         assert_eq!(self.e.open_connections(), self.open.len());
         if let Some(l) = self.e.long.as_ref() {

@@ -16,6 +16,8 @@ pub(super) enum Owner {
     Long,
     /// An idle keep-alive connection in the pool.
     Pool,
+    /// A short-link race loser awaiting its verdict (`verdicts`).
+    Verdict,
 }
 
 /// Live connections by id, and the short-link ones by task.

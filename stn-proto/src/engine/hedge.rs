@@ -288,6 +288,9 @@ impl Engine {
             match action {
                 ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
                 ExchangeAction::Endpoint(r) => self.endpoint_report(now, r),
+                ExchangeAction::Linger { conn, addr, until } => {
+                    self.verdict_take(now, conn, addr, until);
+                }
                 ExchangeAction::Finished(result) => {
                     let result = *result;
                     let Some(state) = self.hedges.get_mut(id) else {

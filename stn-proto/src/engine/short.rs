@@ -133,6 +133,9 @@ impl Engine {
             match action {
                 ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
                 ExchangeAction::Endpoint(r) => self.endpoint_report(now, r),
+                ExchangeAction::Linger { conn, addr, until } => {
+                    self.verdict_take(now, conn, addr, until);
+                }
                 ExchangeAction::Finished(result) => {
                     let result = *result;
                     self.short.remove(&id);
@@ -166,8 +169,13 @@ impl Engine {
         let connects = ex.connect_attempts();
         ex.cancel(now);
         while let Some(a) = ex.poll_action() {
-            if let ExchangeAction::Io(io) = a {
-                self.emit_io(Owner::Short(id), io);
+            match a {
+                ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
+                // Cancelled with the exchange: closed, no verdict.
+                ExchangeAction::Linger { conn, .. } => {
+                    self.emit_io(Owner::Short(id), IoAction::Close { conn });
+                }
+                ExchangeAction::Endpoint(_) | ExchangeAction::Finished(_) => {}
             }
         }
         connects

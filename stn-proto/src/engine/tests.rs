@@ -2012,8 +2012,18 @@ fn an_abandoned_attempt_is_reported_but_stays_open_and_can_win() {
     let stats = h.e.endpoint_history().endpoint(addr).expect("recorded");
     assert!(stats.last_success.is_some(), "the win is recorded too");
     // Every other attempt was closed with the race, the winner with its
-    // (non-keep-alive) exchange.
+    // (non-keep-alive) exchange, except the floor attempt: started before
+    // the winner on another address, it had not waited the outpaced
+    // threshold (2 x the winner's ~1.7 s + 100 ms) and is kept until then.
+    let floor_conn = started[0].0;
+    assert_eq!(h.e.open_connections(), 1);
+    assert!(h.e.conns.contains(floor_conn));
+    // Still unanswered then: closed and a failure of its address.
+    let a = h.advance(ms(2_000));
+    assert!(closes(&a).contains(&floor_conn), "{a:?}");
     assert_eq!(h.e.open_connections(), 0);
+    let stats = h.e.endpoint_history().endpoint(floor).expect("recorded");
+    assert!(stats.last_fail.is_some(), "the floor attempt was outpaced");
 }
 
 // ------------------------------------------------------------ socket pool ----
@@ -2218,4 +2228,88 @@ fn timing_pipelined_tasks_from_their_write_drops_a_deep_healthy_queue() {
 fn outputs_stay_small() {
     assert!(std::mem::size_of::<Output>() <= 64);
     assert!(std::mem::size_of::<Event>() <= 64);
+}
+
+// ------------------------------------------------------- verdict probes ----
+
+/// A call over two endpoints with a 40 ms connect RTT known (stagger 130 ms,
+/// outpaced threshold 2 x 40 + 100 = 180 ms): the first never answers until
+/// `first_answers_at` (if ever), the second connects 40 ms after its start
+/// and wins. Returns the harness, the first attempt's connection and address.
+fn first_loses_by_a_stagger(first_answers_at: Option<u64>) -> (H, ConnId, SocketAddr) {
+    let c = unhedged(Profile::Stn).short_link_ips([ip("10.0.0.1"), ip("10.0.0.2")], 80);
+    let mut h = H::new(c);
+    h.e.connect_sample(ms(40));
+    let t0 = h.now;
+    let id = h.submit(short_task("x").retry_count(0));
+    h.advance(ms(130));
+    let started = connects(&h.log);
+    assert_eq!(started.len(), 2, "{started:?}");
+    let ((first, first_addr), (second, second_addr)) = (started[0], started[1]);
+    assert_ne!(first_addr, second_addr);
+    h.advance_to(t0 + ms(170));
+    serve_short(&mut h, second, "ok");
+    assert_eq!(h.outcome(id).expect("ok").body, &b"ok"[..]);
+    // At the win the first has waited 170 ms, under the threshold: it is
+    // neither judged nor closed.
+    assert!(!closes(&h.log).contains(&first), "closed at the win");
+    assert!(h.e.conns.contains(first));
+    assert!(h
+        .e
+        .endpoint_history()
+        .endpoint(first_addr)
+        .is_none_or(|s| s.last_fail.is_none()));
+    if let Some(at) = first_answers_at {
+        h.advance_to(t0 + ms(at));
+        let a = h.ev(first, ConnEvent::Connected);
+        assert!(closes(&a).contains(&first), "{a:?}");
+    }
+    (h, first, first_addr)
+}
+
+#[test]
+fn a_black_hole_that_loses_within_the_threshold_is_judged_at_it() {
+    let (mut h, first, addr) = first_loses_by_a_stagger(None);
+    let t0 = h.now - ms(170);
+    let a = h.advance_to(t0 + ms(179));
+    assert!(!closes(&a).contains(&first), "closed early: {a:?}");
+    let a = h.advance_to(t0 + ms(181));
+    assert_eq!(closes(&a), vec![first], "{a:?}");
+    let stats = h.e.endpoint_history().endpoint(addr).expect("recorded");
+    assert_eq!(
+        stats.last_fail,
+        Some(t0 + ms(180)),
+        "outpaced at the threshold"
+    );
+    assert_eq!(h.e.open_connections(), 0);
+    // The late answer of a closed probe is ignored.
+    assert!(h.ev(first, ConnEvent::Connected).is_empty());
+}
+
+#[test]
+fn a_slower_loser_that_connects_within_the_threshold_gets_no_verdict() {
+    let (mut h, _, addr) = first_loses_by_a_stagger(Some(175));
+    assert_eq!(h.e.open_connections(), 0);
+    h.advance(ms(1_000));
+    assert!(h
+        .e
+        .endpoint_history()
+        .endpoint(addr)
+        .is_none_or(|s| s.last_fail.is_none()));
+}
+
+#[test]
+fn a_probe_that_fails_is_reported_and_a_network_change_drops_probes() {
+    let (mut h, first, addr) = first_loses_by_a_stagger(None);
+    h.now += ms(5);
+    h.ev(first, ConnEvent::ConnectFailed(ConnectError::Refused));
+    assert_eq!(h.e.open_connections(), 0);
+    let stats = h.e.endpoint_history().endpoint(addr).expect("recorded");
+    assert!(stats.last_fail.is_some());
+
+    let (mut h, first, _) = first_loses_by_a_stagger(None);
+    h.e.network_changed(h.now, NetworkKind::Mobile);
+    let a = h.drain();
+    assert!(closes(&a).contains(&first), "{a:?}");
+    assert_eq!(h.e.open_connections(), 0);
 }

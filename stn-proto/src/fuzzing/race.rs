@@ -115,6 +115,9 @@ fn config_for(profile: ProfileChoice, tweak: Option<Tweak>) -> RaceConfig {
     };
     let mut c = RaceConfig::for_profile(profile);
     if let Some(t) = tweak {
+        // The short link's race (stn: losers handed over as verdict probes);
+        // untweaked races are the long link's.
+        c = crate::short_link::ExchangeConfig::for_profile(profile).race;
         c.stagger = Duration::from_millis(u64::from(t.stagger_ms % 5000));
         c.error_stagger = Duration::from_millis(u64::from(t.error_stagger_ms % 5000));
         c.max_in_flight = usize::from(t.max_in_flight % 6);
@@ -148,6 +151,8 @@ enum Track {
     FailedByCaller,
     /// Its one answer was Won.
     Won,
+    /// Its one answer was Linger: handed over unjudged, nothing may follow.
+    Lingering,
 }
 
 #[derive(Debug)]
@@ -213,6 +218,13 @@ impl Model {
                     let a = self.attempt(attempt, addr);
                     assert_eq!(a.track, Track::Open, "{attempt:?} answered twice");
                     a.track = Track::Cancelled;
+                }
+                RaceAction::Linger { attempt, addr, .. } => {
+                    assert!(self.won.is_none(), "Linger after Won");
+                    let a = self.attempt(attempt, addr);
+                    assert_eq!(a.track, Track::Open, "{attempt:?} answered twice");
+                    assert!(a.reports == 0 && !a.abandoned, "{attempt:?} already judged");
+                    a.track = Track::Lingering;
                 }
                 RaceAction::Report {
                     attempt,

@@ -1307,6 +1307,15 @@ mod model {
                         assert_eq!(self.open.get(&attempt.0), Some(&addr));
                         self.close(attempt.0, 'c');
                     }
+                    A::Linger { attempt, addr, .. } => {
+                        // Handed over unjudged: no report for it may follow.
+                        assert_eq!(self.open.get(&attempt.0), Some(&addr));
+                        assert!(
+                            !self.abandoned.contains(&attempt.0),
+                            "linger after a verdict"
+                        );
+                        self.close(attempt.0, 'l');
+                    }
                     A::Report {
                         attempt, result, ..
                     } => {
