@@ -404,7 +404,7 @@ pub struct Engine {
     /// The pool is off until then (after a stale reuse).
     pool_off_until: Instant,
     /// Short-link race losers kept open until their verdict is due.
-    verdicts: BTreeMap<ConnId, verdicts::Probe>,
+    verdicts: verdicts::Probes,
     conns: ConnTable,
     history: EndpointHistory,
     timeouts: AdaptiveTimeouts,
@@ -465,7 +465,7 @@ impl Engine {
             hedges: hedge::Hedges::default(),
             pool: BTreeMap::new(),
             pool_off_until: now,
-            verdicts: BTreeMap::new(),
+            verdicts: verdicts::Probes::default(),
             conns: ConnTable::default(),
             history: EndpointHistory::new(config.ban.clone()),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),

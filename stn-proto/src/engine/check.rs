@@ -245,7 +245,7 @@ impl World {
         let probes = self.e.verdicts.len();
         assert!(probes <= self.e.max_verdict_probes());
         let longest = self.config.exchange.race.attempt_timeout;
-        for (conn, p) in &self.e.verdicts {
+        for (conn, p) in self.e.verdicts.iter() {
             assert_eq!(
                 self.e.conns.owner(*conn),
                 Some(super::conns::Owner::Verdict)

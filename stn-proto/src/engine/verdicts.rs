@@ -26,7 +26,10 @@ use crate::race::AttemptResult;
 use crate::short_link::EndpointReport;
 use crate::time::Instant;
 
+use std::collections::BTreeMap;
+
 use super::conns::Owner;
+use super::timer_set::TimerSet;
 use super::Engine;
 
 /// One lingering loser.
@@ -35,6 +38,62 @@ pub(super) struct Probe {
     pub(super) addr: SocketAddr,
     /// Its verdict is due then.
     pub(super) until: Instant,
+}
+
+/// The lingering losers, with their due times in a deadline index (the
+/// engine's next timeout and the expired probes are found without a pass
+/// over all of them).
+#[derive(Debug, Default)]
+pub(super) struct Probes {
+    by_conn: BTreeMap<ConnId, Probe>,
+    due: TimerSet<ConnId>,
+}
+
+impl Probes {
+    pub(super) fn len(&self) -> usize {
+        self.by_conn.len()
+    }
+
+    #[cfg(any(test, fuzzing))]
+    pub(super) fn iter(&self) -> impl Iterator<Item = (&ConnId, &Probe)> {
+        self.by_conn.iter()
+    }
+
+    fn get(&self, conn: ConnId) -> Option<Probe> {
+        self.by_conn.get(&conn).copied()
+    }
+
+    fn insert(&mut self, conn: ConnId, probe: Probe) {
+        self.due.set(conn, Some(probe.until));
+        self.by_conn.insert(conn, probe);
+    }
+
+    fn remove(&mut self, conn: ConnId) {
+        self.due.set(conn, None);
+        self.by_conn.remove(&conn);
+    }
+
+    /// The probes due at `now`, in connection order.
+    fn due(&self, now: Instant) -> Vec<(ConnId, SocketAddr)> {
+        self.due
+            .due(now)
+            .into_iter()
+            .filter_map(|c| self.by_conn.get(&c).map(|p| (c, p.addr)))
+            .collect()
+    }
+
+    fn first(&self) -> Option<Instant> {
+        self.due.first()
+    }
+
+    fn conns(&self) -> Vec<ConnId> {
+        self.by_conn.keys().copied().collect()
+    }
+
+    /// Forgets every probe (their connections are closed by the caller).
+    pub(super) fn clear(&mut self) {
+        *self = Probes::default();
+    }
 }
 
 impl Engine {
@@ -68,7 +127,7 @@ impl Engine {
 
     /// An event on a verdict probe.
     pub(super) fn verdict_event(&mut self, now: Instant, conn: ConnId, event: &ConnEvent) {
-        let Some(probe) = self.verdicts.get(&conn).copied() else {
+        let Some(probe) = self.verdicts.get(conn) else {
             return;
         };
         let error = match event {
@@ -87,19 +146,13 @@ impl Engine {
             },
         };
         // Already forgotten by `conn_event`.
-        self.verdicts.remove(&conn);
+        self.verdicts.remove(conn);
         self.verdict_report(now, probe.addr, AttemptResult::Failed(error));
     }
 
     /// Judges the probes whose time is up: unanswered, they were outpaced.
     pub(super) fn verdict_expire(&mut self, now: Instant) {
-        let due: Vec<(ConnId, SocketAddr)> = self
-            .verdicts
-            .iter()
-            .filter(|(_, p)| p.until <= now)
-            .map(|(c, p)| (*c, p.addr))
-            .collect();
-        for (conn, addr) in due {
+        for (conn, addr) in self.verdicts.due(now) {
             self.verdict_close(conn);
             self.verdict_report(now, addr, AttemptResult::Outpaced);
         }
@@ -107,19 +160,18 @@ impl Engine {
 
     /// Closes every probe without a verdict (network change, shutdown).
     pub(super) fn verdict_clear(&mut self) {
-        let conns: Vec<ConnId> = self.verdicts.keys().copied().collect();
-        for conn in conns {
+        for conn in self.verdicts.conns() {
             self.verdict_close(conn);
         }
     }
 
     /// The earliest verdict due.
     pub(super) fn verdict_timeout(&self) -> Option<Instant> {
-        self.verdicts.values().map(|p| p.until).min()
+        self.verdicts.first()
     }
 
     fn verdict_close(&mut self, conn: ConnId) {
-        self.verdicts.remove(&conn);
+        self.verdicts.remove(conn);
         self.emit_io(Owner::Verdict, IoAction::Close { conn });
     }
 
