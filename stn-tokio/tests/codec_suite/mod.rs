@@ -154,8 +154,16 @@ pub(crate) async fn codec_mismatch_is_a_decode_error<H: Harness>() {
     let c = client.clone();
     let send = H::spawn(async move { c.send(long_task("hi")).await });
     // The task's 9-byte frame is shorter than a Mars header, so the server
-    // waits for more; once it holds those bytes, its push is the first
-    // thing the client reads.
+    // waits for more; once the client has the task in flight with its frame
+    // written, and the server holds bytes, the push is the first thing the
+    // client reads and must end that task.
+    loop {
+        let snapshot = client.snapshot().await.expect("client running");
+        if snapshot.long_in_flight == 1 && snapshot.unsent_bytes == 0 {
+            break;
+        }
+        H::sleep(Duration::from_millis(5)).await;
+    }
     eventually::<H>(&server, |s| s.buffered_bytes > 0).await;
     assert_eq!(server.push(10_001, b"a mars push"), 1);
     let err = bounded::<H, _>(Duration::from_secs(10), send)
