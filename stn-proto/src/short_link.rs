@@ -77,9 +77,7 @@ use crate::error::{DnsError, Error, ProtocolError, SocketError, TimeoutKind};
 use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
 use crate::net::{ConnectError, SocketAddr};
 use crate::profile::Profile;
-use crate::race::{
-    AttemptId, AttemptResult, FailReason, LoserReports, Race, RaceAction, RaceConfig,
-};
+use crate::race::{AttemptId, AttemptResult, FailReason, Race, RaceAction, RaceConfig};
 use crate::small_map::SmallMap;
 use crate::task::TaskError;
 use crate::time::{Duration, Instant, MonotonicClock};
@@ -143,12 +141,7 @@ impl ExchangeConfig {
     /// The race and HTTP limits of a profile.
     pub fn for_profile(p: Profile) -> Self {
         let mut race = RaceConfig::for_profile(p);
-        // The engine keeps a short-link loser open until its verdict is
-        // due (engine `verdicts`): a black hole ordered first is then judged
-        // even when the next address wins within the threshold.
-        if race.loser_reports == LoserReports::Outpaced {
-            race.loser_reports = LoserReports::OutpacedAtThreshold;
-        }
+        race.loser_reports = crate::profile::knobs::engine::short_link_loser_reports(p);
         ExchangeConfig {
             race,
             http: HttpLimits::for_profile(p),

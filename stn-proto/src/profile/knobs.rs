@@ -344,6 +344,14 @@ knobs! {
         /// long link keeps Mars's tables (coming to the foreground still
         /// reconnects at once).
         long_link_reconnect_backoff: Option<ReconnectBackoff> = [None, None, None], "plain tables";
+        /// A short-link race loser ranked before the winner and not yet
+        /// past the outpaced threshold is kept open until the threshold (the
+        /// engine's verdict probes) and reported failed if it has not
+        /// answered by then: a black hole ordered first is judged even when
+        /// the next address wins within the threshold, so it is demoted
+        /// instead of costing every call a stagger. The long link's race
+        /// keeps `race.loser_reports`.
+        short_link_loser_reports: LoserReports = [LoserReports::MarsLowerIndexTimedOut, LoserReports::MarsLowerIndexTimedOut, LoserReports::OutpacedAtThreshold], "complex_connect.cc, lower index timed out";
         /// Connection attempts whose SYNs look lost are abandoned and
         /// replaced for the whole race (the race module's default stops after
         /// 6): after an outage a fresh SYN goes out every ~0.5 s, so the first

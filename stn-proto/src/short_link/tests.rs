@@ -1,6 +1,7 @@
 use super::*;
 use crate::error::LocalError;
 use crate::net::IpAddr;
+use crate::race::LoserReports;
 
 use ExchangeAction as A;
 
