@@ -13,13 +13,14 @@
 //! Prints a table on stderr and one JSON object per row on stdout:
 //! `{"link":"long|short","n":N,"ns_per_task":F,"bytes_per_task":F}`.
 //!
-//! It also prints `floor` rows (`"link":"floor"`): the engine's table layout
-//! alone, on this machine, for the same N: one boxed record of the engine's
-//! per-task size in a hash table keyed by task id (as `TaskTable` keeps them)
-//! and one entry in an ordered deadline index, each inserted at submit and
-//! found and removed at the answer, in the order of the long-link round. The
-//! engine touches several such tables per task; the floor says what one of
-//! them costs as N grows (a dense slab indexed by id would cost less).
+//! It also prints `floor` rows (`"link":"floor"`): one hash table alone, on
+//! this machine, for the same N: one boxed record of the engine's per-task
+//! size in a hash map keyed by task id and one entry in an ordered deadline
+//! index, each inserted at submit and found and removed at the answer, in
+//! the order of the long-link round. It says what a hash-keyed table costs
+//! as N grows (its probes scatter over memory); the engine's per-task tables
+//! are windows indexed by id instead (`stn-proto/src/id_map.rs`), whose
+//! neighbouring tasks sit in neighbouring slots.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::{BTreeMap, VecDeque};

@@ -887,7 +887,7 @@ impl Engine {
             return;
         }
         self.shut_down = true;
-        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        let ids: Vec<TaskId> = self.tasks.keys().collect();
         for id in &ids {
             self.stop_with_report(now, *id, Error::Shutdown);
         }
@@ -895,7 +895,7 @@ impl Engine {
             long.disconnect(now, DisconnectReason::Shutdown);
         }
         self.pump_long(now);
-        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        let ids: Vec<TaskId> = self.tasks.keys().collect();
         for id in ids {
             self.finish(id, Err(Error::Shutdown));
         }

@@ -101,6 +101,7 @@ mod examples;
 #[cfg(any(fuzzing, test))]
 pub mod fuzzing;
 mod heartbeat;
+mod id_map;
 mod io;
 mod limit;
 mod long_link;

@@ -4,8 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use rustc_hash::FxHashMap;
-
+use crate::id_map::IdMap;
 use crate::io::ConnId;
 use crate::task::TaskId;
 
@@ -23,9 +22,8 @@ pub(super) enum Owner {
 /// Live connections by id, and the short-link ones by task.
 #[derive(Clone, Debug, Default)]
 pub(super) struct ConnTable {
-    /// Looked up on every connection event, walked only by `drain` (which
-    /// sorts): a hash map with a fixed hasher.
-    owners: FxHashMap<ConnId, Owner>,
+    /// Looked up on every connection event, walked only by `drain`.
+    owners: IdMap<ConnId, Owner>,
     by_task: BTreeSet<(TaskId, ConnId)>,
 }
 
@@ -73,8 +71,6 @@ impl ConnTable {
     /// Every live connection, in id order, leaving the table empty.
     pub(super) fn drain(&mut self) -> Vec<ConnId> {
         self.by_task.clear();
-        let mut all: Vec<ConnId> = std::mem::take(&mut self.owners).into_keys().collect();
-        all.sort_unstable();
-        all
+        self.owners.drain_keys()
     }
 }

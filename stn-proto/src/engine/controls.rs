@@ -40,7 +40,7 @@ impl Engine {
     /// closes their connections. Returns how many there were.
     pub fn clear_tasks(&mut self, now: Instant) -> usize {
         let now = self.clock.observe(now);
-        let ids: Vec<TaskId> = self.tasks.keys().copied().collect();
+        let ids: Vec<TaskId> = self.tasks.keys().collect();
         for &id in &ids {
             self.stop_with_report(now, id, Error::Cancelled);
             self.finish(id, Err(Error::Cancelled));
@@ -144,7 +144,7 @@ impl Engine {
             .filter(|(_, e)| e.class == Class::LongOnly)
             .map(|(id, e)| {
                 let may_go_short = e.task.effective_channel().is_ok_and(Channel::allows_short);
-                (*id, may_go_short, matches!(e.stage, Stage::Judging(_)))
+                (id, may_go_short, matches!(e.stage, Stage::Judging(_)))
             })
             .collect();
         // In id order whatever the task table's iteration order.
@@ -184,7 +184,7 @@ impl Engine {
             .tasks
             .iter()
             .filter(|(_, e)| e.running_on(Link::Short).is_some())
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id)
             .collect();
         for id in running {
             if let Some(Stopped::Running(attempt)) = self.stop_attempt(now, id) {

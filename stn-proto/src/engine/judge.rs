@@ -147,8 +147,8 @@ impl Engine {
         let mut hit: Vec<(TaskId, Channel)> = self
             .tasks
             .iter()
-            .filter(|(id, _)| **id != source)
-            .filter_map(|(id, e)| Some((*id, e, e.busy_channel()?)))
+            .filter(|(id, _)| *id != source)
+            .filter_map(|(id, e)| Some((id, e, e.busy_channel()?)))
             .filter(|(_, e, channel)| scope.covers(&e.task, *channel))
             .map(|(id, _, channel)| (id, channel))
             .collect();

@@ -283,7 +283,7 @@ impl Engine {
             .tasks
             .iter()
             .filter(|(_, e)| e.class == Class::LongOnly && matches!(e.stage, Stage::Queued))
-            .map(|(id, _)| *id)
+            .map(|(id, _)| id)
             .collect();
         for id in waiting {
             self.finish(id, Err(error.clone()));

@@ -2,30 +2,28 @@
 //! and the due keys are found without visiting the others.
 
 use std::collections::BTreeSet;
-use std::hash::Hash;
 
-use rustc_hash::FxHashMap;
-
+use crate::id_map::{DenseId, IdMap};
 use crate::time::Instant;
 
 /// Deadlines by key (`set` replaces a key's deadline, `None` removes it).
 #[derive(Clone, Debug)]
-pub(super) struct TimerSet<K: Ord + Hash + Copy> {
-    /// Only looked up, never walked: a hash map (fixed hasher).
-    at: FxHashMap<K, Instant>,
+pub(super) struct TimerSet<K: DenseId> {
+    /// Only looked up, never walked.
+    at: IdMap<K, Instant>,
     index: BTreeSet<(Instant, K)>,
 }
 
-impl<K: Ord + Hash + Copy> Default for TimerSet<K> {
+impl<K: DenseId> Default for TimerSet<K> {
     fn default() -> Self {
         TimerSet {
-            at: FxHashMap::default(),
+            at: IdMap::default(),
             index: BTreeSet::new(),
         }
     }
 }
 
-impl<K: Ord + Hash + Copy> TimerSet<K> {
+impl<K: DenseId> TimerSet<K> {
     /// Sets (or, with `None`, clears) `key`'s deadline.
     pub(super) fn set(&mut self, key: K, when: Option<Instant>) {
         let old = match when {
@@ -66,6 +64,7 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
+    use crate::task::TaskId;
     use crate::time::Duration;
     use quickcheck::quickcheck;
 
@@ -76,7 +75,8 @@ mod tests {
             let mut timers = TimerSet::default();
             let mut model = BTreeMap::new();
             let t = |ms: u16| Instant::ZERO + Duration::from_millis(u64::from(ms));
-            for (key, when) in ops {
+            for (raw, when) in ops {
+                let key = TaskId::new(u32::from(raw));
                 timers.set(key, when.map(t));
                 match when {
                     Some(ms) => { model.insert(key, t(ms)); }
@@ -84,7 +84,7 @@ mod tests {
                 }
             }
             let first = model.values().min().copied();
-            let due: Vec<u8> = model.iter().filter(|(_, at)| **at <= t(probe)).map(|(k, _)| *k).collect();
+            let due: Vec<TaskId> = model.iter().filter(|(_, at)| **at <= t(probe)).map(|(k, _)| *k).collect();
             timers.first() == first && timers.due(t(probe)) == due
         }
     }

@@ -1,28 +1,23 @@
 //! Per-task state by id: the engine's tasks, the long link's running tasks.
 //!
-//! A hash map, not a B-tree: every input looks up the one task it concerns,
-//! and at 100,000 tasks a B-tree walk is several cache misses where a hash
-//! probe is one. Values are boxed so growing the table moves pointers, not
-//! values of hundreds of bytes. The rare passes over every task (shutdown,
-//! redo, a session timeout, a lost link) visit tasks in id order, as
-//! determinism needs; they sort the ids they collect.
+//! An [`IdMap`] (ids are handed out in order, so live tasks sit in a dense
+//! window) of boxed values: growing the window moves pointers, not values
+//! of hundreds of bytes.
 
-use rustc_hash::FxHashMap;
+use crate::id_map::IdMap;
 
 use super::TaskId;
 
 /// A value per task, by id.
 #[derive(Debug)]
 pub(crate) struct TaskTable<E> {
-    // The hasher is fixed (no per-process seed): the map's behaviour is the
-    // same in every run, and ids are the engine's own, not the network's.
-    map: FxHashMap<TaskId, Box<E>>,
+    map: IdMap<TaskId, Box<E>>,
 }
 
 impl<E> Default for TaskTable<E> {
     fn default() -> Self {
         Self {
-            map: FxHashMap::default(),
+            map: IdMap::default(),
         }
     }
 }
@@ -54,51 +49,17 @@ impl<E> TaskTable<E> {
     }
 
     /// Every task, in id order (one pass and a sort: for rare events).
-    pub(crate) fn iter(&self) -> impl Iterator<Item = (&TaskId, &E)> {
-        let mut all: Vec<(&TaskId, &E)> = self.map.iter().map(|(id, e)| (id, &**e)).collect();
-        all.sort_unstable_by_key(|(id, _)| **id);
-        all.into_iter()
+    pub(crate) fn iter(&self) -> impl Iterator<Item = (TaskId, &E)> {
+        self.map.iter().map(|(id, e)| (id, &**e))
     }
 
     /// Every task id, in order (one pass and a sort: for rare events).
-    pub(crate) fn keys(&self) -> impl Iterator<Item = &TaskId> {
-        self.iter().map(|(id, _)| id)
+    pub(crate) fn keys(&self) -> impl Iterator<Item = TaskId> + '_ {
+        self.map.keys()
     }
 
     /// Every task id, in order, leaving nothing behind.
-    pub(crate) fn into_ids(self) -> impl Iterator<Item = TaskId> {
-        let mut ids: Vec<TaskId> = self.map.into_keys().collect();
-        ids.sort_unstable();
-        ids.into_iter()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use quickcheck::quickcheck;
-
-    use super::TaskTable;
-
-    quickcheck! {
-        /// Whatever the order of inserts and removes, a pass visits the
-        /// live ids in ascending order.
-        fn passes_are_in_id_order(ops: Vec<(u16, bool)>) -> bool {
-            let mut table = TaskTable::<u16>::default();
-            let mut model = std::collections::BTreeSet::new();
-            for (raw, insert) in ops {
-                let id = super::super::TaskId::new(u32::from(raw));
-                if insert {
-                    table.insert(id, raw);
-                    model.insert(id);
-                } else {
-                    table.remove(&id);
-                    model.remove(&id);
-                }
-            }
-            table.keys().copied().eq(model.iter().copied())
-                && table.iter().all(|(id, v)| id.get() == u32::from(*v))
-                && table.len() == model.len()
-                && table.into_ids().eq(model.into_iter())
-        }
+    pub(crate) fn into_ids(mut self) -> impl Iterator<Item = TaskId> {
+        self.map.drain_keys().into_iter()
     }
 }
