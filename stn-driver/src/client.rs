@@ -1,12 +1,13 @@
 //! The user-facing API: [`Builder`] → [`Client`].
 
 use std::fmt;
+use std::future::Future;
 use std::marker::PhantomData;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use async_channel::Sender;
+use async_channel::{Sender, TrySendError};
 use bytes::Bytes;
 use futures_channel::oneshot;
 use stn_proto::IdentifyDecision;
@@ -649,31 +650,48 @@ impl<R> Client<R> {
     /// [`Error::Refused`] if the engine refused the task, [`Error::Shutdown`]
     /// after a shutdown. `docs/errors.md` lists every error, its cause and
     /// what to do.
-    pub async fn send(&self, task: Task) -> Result<Response, Error> {
-        self.send_detailed(task).await.outcome
+    pub fn send(&self, task: Task) -> impl Future<Output = Result<Response, Error>> + '_ {
+        self.submit(task, |finished| finished.outcome)
     }
 
     /// Like [`send`](Self::send), with the task's id and attempt count.
-    pub async fn send_detailed(&self, task: Task) -> Finished {
+    pub fn send_detailed(&self, task: Task) -> impl Future<Output = Finished> + '_ {
+        self.submit(task, |finished| finished)
+    }
+
+    /// Both `send`s: one future that maps its own result (an `async fn`
+    /// awaiting another would hold the task twice, its argument and the
+    /// inner future's, in every call in flight).
+    async fn submit<T>(&self, task: Task, map: impl FnOnce(Finished) -> T) -> T {
         let shared = &self.shared;
         let ticket = shared.next_ticket.fetch_add(1, Ordering::Relaxed);
         let (reply, rx) = oneshot::channel();
-        let shutdown = Finished {
+        let shutdown = || Finished {
             id: None,
             outcome: Err(Error::Shutdown),
             attempts: 0,
         };
-        if shared
-            .commands
-            .send(Command::Submit {
-                ticket,
-                task,
-                reply,
-            })
-            .await
-            .is_err()
-        {
-            return shutdown;
+        let submit = Command::Submit {
+            ticket,
+            task,
+            reply,
+        };
+        // Every call in flight is a future of this size: only a full queue
+        // waits, in a box, so neither the task nor the queue's waiting state
+        // sizes them all.
+        let queued = match shared.commands.try_send(submit) {
+            Ok(()) => Queued::Sent,
+            Err(TrySendError::Full(submit)) => Queued::Wait(Box::pin(shared.commands.send(submit))),
+            Err(TrySendError::Closed(_)) => Queued::Closed,
+        };
+        match queued {
+            Queued::Sent => {}
+            Queued::Wait(wait) => {
+                if wait.await.is_err() {
+                    return map(shutdown());
+                }
+            }
+            Queued::Closed => return map(shutdown()),
         }
         let mut guard = CancelOnDrop {
             control: &shared.control,
@@ -681,9 +699,9 @@ impl<R> Client<R> {
             armed: true,
         };
         // Canceled: the driver dropped the reply without sending (it is gone).
-        let finished = rx.await.unwrap_or(shutdown);
+        let finished = rx.await.map_or_else(|_| shutdown(), |f| *f);
         guard.armed = false;
-        finished
+        map(finished)
     }
 
     /// A stream of the server's pushes on the long link, from now on. Each
@@ -940,6 +958,14 @@ impl<R> Client<R> {
     pub fn is_shut_down(&self) -> bool {
         self.shared.commands.is_closed()
     }
+}
+
+/// Where a submitted task's command went.
+enum Queued<'a> {
+    Sent,
+    /// The queue was full: the send that waits for room.
+    Wait(std::pin::Pin<Box<async_channel::Send<'a, Command>>>),
+    Closed,
 }
 
 #[cfg(test)]

@@ -58,12 +58,16 @@ const MAX_TLS_NAMES: usize = 1024;
 /// runs it; `stn` also prefixes the crates' module targets (`stn_tokio::…`).
 pub(crate) const TRACE_TARGET: &str = "stn";
 
+/// A submitted task's answer. Boxed: the reply channel's shared state
+/// lives as long as the task is in flight, and holds room for its value.
+pub(crate) type Reply = oneshot::Sender<Box<Finished>>;
+
 /// Requests from the client handles to the driver.
 pub(crate) enum Command {
     Submit {
         ticket: u64,
         task: Task,
-        reply: oneshot::Sender<Finished>,
+        reply: Reply,
     },
 }
 
@@ -98,8 +102,18 @@ pub(crate) type Judge = Arc<dyn Fn(&JudgeRequest) -> Verdict + Send + Sync>;
 
 struct Pending {
     ticket: u64,
-    reply: oneshot::Sender<Finished>,
-    span: tracing::Span,
+    reply: Reply,
+    /// The task's span, when DEBUG tracing was on at submit (boxed: most
+    /// clients run without it, and every task in flight holds this field).
+    span: Option<Box<tracing::Span>>,
+}
+
+impl Pending {
+    fn span(&self) -> tracing::Span {
+        self.span
+            .as_deref()
+            .map_or_else(tracing::Span::none, Clone::clone)
+    }
 }
 
 /// A DNS lookup the driver polls.
@@ -300,7 +314,7 @@ impl Driver {
                 };
                 match &outcome {
                     Ok(r) => {
-                        tracing::debug!(target: TRACE_TARGET, parent: &p.span, attempts, bytes = r.body.len(), "task succeeded")
+                        tracing::debug!(target: TRACE_TARGET, parent: &p.span(), attempts, bytes = r.body.len(), "task succeeded")
                     }
                     // The app's own cancel and shutdown are not failures.
                     Err(
@@ -310,18 +324,18 @@ impl Driver {
                             ..
                         }),
                     ) => {
-                        tracing::debug!(target: TRACE_TARGET, parent: &p.span, attempts, error = %e, "task ended")
+                        tracing::debug!(target: TRACE_TARGET, parent: &p.span(), attempts, error = %e, "task ended")
                     }
                     Err(error) => {
-                        tracing::warn!(target: TRACE_TARGET, parent: &p.span, task = id.get(), attempts, %error, "task failed")
+                        tracing::warn!(target: TRACE_TARGET, parent: &p.span(), task = id.get(), attempts, %error, "task failed")
                     }
                 }
                 self.replied = true;
-                let _ = p.reply.send(Finished {
+                let _ = p.reply.send(Box::new(Finished {
                     id: Some(id),
                     outcome,
                     attempts,
-                });
+                }));
             }
             Output::Event(Event::Push { cmd_id, body }) => {
                 tracing::debug!(target: TRACE_TARGET, cmd_id, len = body.len(), "push");
@@ -441,7 +455,7 @@ impl Driver {
         let span = self
             .pending
             .get(&request.id)
-            .map_or_else(tracing::Span::none, |p| p.span.clone());
+            .map_or_else(tracing::Span::none, Pending::span);
         match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| judge(request))) {
             Ok(verdict) => {
                 tracing::debug!(target: TRACE_TARGET, parent: &span, attempt = request.attempt, ?verdict, "response judged");
@@ -462,7 +476,7 @@ impl Driver {
         let span = self
             .pending
             .get(&r.task)
-            .map_or_else(tracing::Span::none, |p| p.span.clone());
+            .map_or_else(tracing::Span::none, Pending::span);
         // The proto's Duration is std's: Debug prints `1.2ms`.
         let duration = r.ended - r.started;
         match &r.error {
@@ -500,13 +514,12 @@ impl Driver {
                     .then(|| task.cgi.clone());
                 match self.engine.submit(now, task) {
                     Ok(id) => {
-                        let span = match cgi_span {
-                            Some(cgi) => {
-                                tracing::debug_span!(target: TRACE_TARGET, "stn_task", id = id.get(), cmd_id, %cgi, ?channel)
-                            }
-                            None => tracing::Span::none(),
-                        };
-                        tracing::debug!(target: TRACE_TARGET, parent: &span, "task submitted");
+                        let span = cgi_span.map(|cgi| {
+                            Box::new(tracing::debug_span!(target: TRACE_TARGET, "stn_task", id = id.get(), cmd_id, %cgi, ?channel))
+                        });
+                        if let Some(span) = &span {
+                            tracing::debug!(target: TRACE_TARGET, parent: &**span, "task submitted");
+                        }
                         self.pending.insert(
                             id,
                             Pending {
@@ -519,11 +532,11 @@ impl Driver {
                     }
                     Err(e) => {
                         tracing::debug!(target: TRACE_TARGET, error = %e, "task refused");
-                        let _ = reply.send(Finished {
+                        let _ = reply.send(Box::new(Finished {
                             id: None,
                             outcome: Err(e.into()),
                             attempts: 0,
-                        });
+                        }));
                     }
                 }
             }
@@ -784,11 +797,11 @@ impl Driver {
         self.drain();
         // The engine ended each of its tasks; anything left is a driver-side straggler.
         for (_, p) in std::mem::take(&mut self.pending) {
-            let _ = p.reply.send(Finished {
+            let _ = p.reply.send(Box::new(Finished {
                 id: None,
                 outcome: Err(Error::Shutdown),
                 attempts: 0,
-            });
+            }));
         }
         self.tickets.clear();
         self.conns.clear();
@@ -799,11 +812,11 @@ impl Driver {
         self.link_status.close();
         self.commands.close();
         while let Ok(Command::Submit { reply, .. }) = self.commands.try_recv() {
-            let _ = reply.send(Finished {
+            let _ = reply.send(Box::new(Finished {
                 id: None,
                 outcome: Err(Error::Shutdown),
                 attempts: 0,
-            });
+            }));
         }
         self.control.close();
         while let Ok(ctl) = self.control.try_recv() {

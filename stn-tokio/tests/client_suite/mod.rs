@@ -673,6 +673,33 @@ pub(crate) async fn ten_thousand_long<H: Harness>() {
     client.shutdown().await;
 }
 
+/// A command queue of one slot: concurrent sends that find it full wait
+/// for room, and every one is answered with its own body.
+pub(crate) async fn full_queue_waits<H: Harness>() {
+    const N: usize = 200;
+    let server = ServerHost::healthy();
+    let client = builder::<H>(&server)
+        .queue_capacity(1)
+        .build()
+        .expect("client");
+    let mut joins = Vec::with_capacity(N);
+    for i in 0..N {
+        let c = client.clone();
+        joins.push(H::spawn(async move {
+            let body = format!("queued {i}");
+            let r = c.send(long_task(body.clone()).limit_frequency(false)).await;
+            (body, r)
+        }));
+    }
+    for j in joins {
+        let (body, r) = j.await;
+        let r = r.unwrap_or_else(|e| panic!("{body}: {e:?}"));
+        assert_eq!(r.body, body);
+    }
+    stats_eventually::<H>(&server, |s| s.long_requests_served == N as u64).await;
+    client.shutdown().await;
+}
+
 /// Declares the suite's `#[test]`s for one [`Harness`].
 #[macro_export]
 macro_rules! client_suite {
@@ -680,7 +707,7 @@ macro_rules! client_suite {
         $crate::client_suite!(@tests $h;
             happy_path, hints, host_name_endpoint, racing_bans_bad_endpoints, never_respond_times_out,
             reset_mid_response, garbage_response, oversize_length, response_judge, cancel_by_drop,
-            shutdown_in_flight, ten_thousand_long, mars_sample_short_link, mars_sample_long_link,
+            shutdown_in_flight, ten_thousand_long, full_queue_waits, mars_sample_short_link, mars_sample_long_link,
             mars_no_noop_behind_a_request, hook_body_per_attempt, hook_identify_rotates_and_rejects,
             hook_reports_stream, hook_ban_history, hook_clear_and_redo);
     };
