@@ -79,7 +79,10 @@
 //! most 64 short-link attempts in flight; a short-link request that gets
 //! no answer for about 4 RTTs hedged on a fresh connection ([`HedgePolicy`]);
 //! on the long link, Mars's timeouts,
-//! noop timeout and reconnect tables (measured better there under loss); [`Engine::identify_verdict`]
+//! noop timeout and reconnect tables (measured better there under loss), and
+//! one more attempt, using no retry, for a task with no retry left whose
+//! first-packet or read-write timer dropped the link (if it may be hedged:
+//! [`Task::hedge`]); [`Engine::identify_verdict`]
 //! rejecting a connection drops it. The building blocks add their own
 //! (adaptive racing stagger, adaptive timeouts, gentler bans, reconnect
 //! back-off, RTT-scaled heartbeat timeout); see their modules.
@@ -322,6 +325,9 @@ struct Entry {
     last_error: Option<Error>,
     /// The once-per-task free retry after a session timeout is used.
     session_retry_used: bool,
+    /// The once-per-task long-link rescue is used
+    /// ([`Engine::long_link_rescue`]).
+    rescue_used: bool,
     /// The attempt [`Task::body`] was last built for by its
     /// [`Task::body_source`] (0: never).
     body_attempt: u32,
@@ -620,6 +626,7 @@ impl Engine {
             stage: Stage::Queued,
             last_error: None,
             session_retry_used: false,
+            rescue_used: false,
             body_attempt: 0,
             gate: gate.clone(),
         };
@@ -1102,6 +1109,7 @@ impl Engine {
             Error::Http { status } => self.config.http_retry.retries(status),
             _ => error.is_retryable(),
         };
+        let rescue = retryable && !free && self.long_link_rescue(now, id, &error, channel);
         self.retry_or_end(
             now,
             id,
@@ -1109,10 +1117,44 @@ impl Engine {
             Retry {
                 channel,
                 retryable,
-                free,
+                free: free || rescue,
                 delay: None,
             },
         );
+    }
+
+    /// Whether the failed attempt of `id` is rescued: one more attempt that
+    /// uses no retry, under [`Config::long_link_rescue`]. Only a long-link
+    /// first-packet or read-write timeout (the link was dropped under it, so
+    /// the next attempt goes on a new connection, or on the short link if the
+    /// task may use it and the long link is not up yet), of a task with no
+    /// retry left, time before its deadline, its rescue not used and hedging
+    /// allowed (the server may see the request twice). Marks the rescue used.
+    fn long_link_rescue(
+        &mut self,
+        now: Instant,
+        id: TaskId,
+        error: &Error,
+        channel: Channel,
+    ) -> bool {
+        let hedging = self.config.hedge.is_some();
+        if !self.config.long_link_rescue || channel != Channel::Long {
+            return false;
+        }
+        if !matches!(
+            error,
+            Error::Timeout(TimeoutKind::FirstPacket | TimeoutKind::ReadWrite)
+        ) {
+            return false;
+        }
+        let Some(e) = self.tasks.get_mut(&id) else {
+            return false;
+        };
+        if e.rescue_used || e.retries_left > 0 || !e.task.hedge || !hedging || e.deadline <= now {
+            return false;
+        }
+        e.rescue_used = true;
+        true
     }
 
     /// Re-queues a task whose attempt ended in `error` if `how` and its

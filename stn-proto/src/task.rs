@@ -378,8 +378,11 @@ pub struct Task {
     pub judge: bool,
     /// May the engine hedge this task's short-link request — send it once
     /// more on a fresh connection while the first goes unanswered
-    /// ([`HedgePolicy`](crate::engine::HedgePolicy), stn profile)? Default
-    /// true; set false for a request the server must not see twice.
+    /// ([`HedgePolicy`](crate::engine::HedgePolicy), stn profile)? The same
+    /// switch allows the long link's rescue (stn profile): a task with no
+    /// retry left whose link stalled is sent once more on the next
+    /// connection. Default true; set false for a request the server must not
+    /// see twice.
     pub hedge: bool,
     /// Builds the body anew for every attempt (Mars `Req2Buf`), replacing
     /// [`body`](Self::body); `None` (the default) sends `body` every time.

@@ -193,6 +193,10 @@ pub struct Config {
     pub(crate) free_retry_on_network_change: bool,
     /// How `Both` tasks pick their link.
     pub(crate) channel_choice: ChannelChoice,
+    /// A long-link task with no retry left whose first-packet or read-write
+    /// timer dropped the link gets one more attempt within its deadline
+    /// (stn; Mars: none). Only for tasks that may be hedged.
+    pub(crate) long_link_rescue: bool,
     /// Behaviour without network.
     pub(crate) no_network: NoNetworkPolicy,
     /// Zombie parking.
@@ -263,6 +267,7 @@ impl Config {
             free_retry_on_network_change: k::free_retry_on_network_change(profile),
             http_retry: k::http_retry(profile),
             channel_choice: k::channel_choice(profile),
+            long_link_rescue: k::long_link_rescue(profile),
             no_network: k::no_network(profile),
             zombies: k::zombies(profile),
             zombie_idle_restart: k::zombie_idle_restart(profile),
@@ -440,7 +445,8 @@ impl Config {
     }
 
     /// Sets the hedging of slow short-link requests for every task; `None`
-    /// turns it off (a task can also opt out with `Task::hedge(false)`).
+    /// turns it off, and with it the long link's rescue of a task whose link
+    /// stalled (a task can also opt out of both with `Task::hedge(false)`).
     ///
     /// ```
     /// use stn_proto::Config;

@@ -16,6 +16,7 @@ mod auth_controls;
 mod banned_last;
 mod prop;
 mod race_width;
+mod rescue;
 
 const T0: Instant = Instant::from_secs(1_000);
 

@@ -385,6 +385,14 @@ knobs! {
         /// once, and a task queued while the long link was down uses it as
         /// soon as it is up.
         channel_choice: ChannelChoice = [ChannelChoice::AtSubmit, ChannelChoice::AtSubmit, ChannelChoice::PerAttempt], "decided at submit";
+        /// A long-link task whose first-packet or read-write timer tore the
+        /// link down, with no retry left but time before its deadline, is
+        /// sent once more on the next connection without using a retry (a
+        /// second such timeout ends it): the long link's hedge, so only for
+        /// a task that may be hedged (`Task::hedge`, `Config::hedge`). The
+        /// stalled link is still dropped at Mars's timer; waiting longer on
+        /// it cost more than it saved (docs/long-link-timeouts.md).
+        long_link_rescue: bool = [false, false, true], "none (the batch error ends a task with no retry left)";
         /// Every task waits (within its deadline) for the network instead of
         /// burning its attempts on connects that cannot succeed.
         no_network: NoNetworkPolicy = [NoNetworkPolicy::FailSensitive, NoNetworkPolicy::FailSensitive, NoNetworkPolicy::WaitAll], "network-status-sensitive tasks fail";
