@@ -798,7 +798,13 @@ impl Race {
 
     /// The next action, if any. Drain until `None` after every input.
     pub(crate) fn poll_action(&mut self) -> Option<RaceAction> {
-        self.actions.pop_front()
+        let action = self.actions.pop_front();
+        // Drained: give the queue's room back, since thousands of attempts
+        // may wait in flight, each otherwise holding room for several actions.
+        if action.is_none() && self.actions.capacity() > 0 {
+            self.actions = VecDeque::new();
+        }
+        action
     }
 
     /// When to call [`Race::handle_timeout`] next; `None` once finished. After
