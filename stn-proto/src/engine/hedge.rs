@@ -3,7 +3,7 @@
 use std::collections::BTreeSet;
 
 use super::timer_set::TimerSet;
-use std::collections::BTreeMap;
+use crate::id_map::IdMap;
 
 use crate::short_link::{ExchangeAction, ExchangeRequest, ExchangeResult, ShortLinkExchange};
 use crate::task::TaskId;
@@ -92,7 +92,7 @@ pub(super) struct HedgeState {
 /// hedges' timers and the attempts that may start one, indexed by time.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Hedges {
-    states: BTreeMap<TaskId, HedgeState>,
+    states: IdMap<TaskId, HedgeState>,
     /// The running hedges' own timers.
     timers: TimerSet<TaskId>,
     /// Attempts that may start a hedge, as (k, request sent + server cost,
@@ -100,7 +100,7 @@ pub(super) struct Hedges {
     /// instant, and the delay is the same for all, so within one k the keys
     /// are in due order.
     starts: BTreeSet<(u32, Instant, TaskId)>,
-    start_keys: BTreeMap<TaskId, (u32, Instant)>,
+    start_keys: IdMap<TaskId, (u32, Instant)>,
 }
 
 impl Hedges {

@@ -10,6 +10,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use crate::id_map::IdMap;
 use crate::task::{Channel, TaskId};
 use crate::time::Instant;
 
@@ -84,7 +85,7 @@ type ReadySet = BTreeSet<(Order, TaskId)>;
 /// The queue. Holds ids only; the tasks live in the engine's table.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Queue {
-    slots: BTreeMap<TaskId, Slot>,
+    slots: IdMap<TaskId, Slot>,
     /// Tasks that need no auth, `[class]`, by queue order.
     open: [ReadySet; 3],
     /// Need-auth tasks by what they wait for, `[class]`; a key with no task
