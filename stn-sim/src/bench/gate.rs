@@ -602,7 +602,7 @@ mod tests {
     fn a_miss_reports_its_traced_cause_or_says_it_is_not_traced() {
         // A design cell with a traced cause and a sweep cell without one
         // miss; the ios sweep cell passes (stn at the best other's time).
-        const TRACED: &str = "rtt40 loss5% 3g jit0 bbl out-5.1s fresh retry-default";
+        const TRACED: &str = "rtt40 loss30% 3g jit0 bbl flap-1.75s/4.75s long retry-default";
         let mut recs = Vec::new();
         for (platform, scenario) in [
             ("ios", TRACED),
@@ -636,7 +636,7 @@ mod tests {
                 ("android sweep outage-0.1s", None),
             ]
         );
-        assert!(got[0].1.unwrap().contains("black hole"));
+        assert!(got[0].1.unwrap().contains("xnu's RTO"));
         assert!(misses
             .iter()
             .all(|m| m.suite == "matrix" && m.ratio > m.allowed));
