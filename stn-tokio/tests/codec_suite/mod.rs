@@ -154,17 +154,17 @@ pub(crate) async fn codec_mismatch_is_a_decode_error<H: Harness>() {
     let c = client.clone();
     let send = H::spawn(async move { c.send(long_task("hi")).await });
     // The task's 9-byte frame is shorter than a Mars header, so the server
-    // waits for more; once the client has the task in flight with its frame
-    // written, and the server holds bytes, the push is the first thing the
-    // client reads and must end that task.
-    loop {
-        let snapshot = client.snapshot().await.expect("client running");
-        if snapshot.long_in_flight == 1 && snapshot.unsent_bytes == 0 {
-            break;
-        }
-        H::sleep(Duration::from_millis(5)).await;
-    }
-    eventually::<H>(&server, |s| s.buffered_bytes > 0).await;
+    // waits for more. The push goes out only once the client has the task
+    // in flight with its frame written: then it is read after the task is on
+    // the link and ends it. The server's counters cannot say this:
+    // `buffered_bytes` is above 0 from the moment a long link is accepted
+    // (its header buffer is charged before the first byte), and a push sent
+    // before the task was submitted ends the link without it
+    // (`codec_mismatch_before_the_task_ends_only_the_link`).
+    until_in_flight::<H, _>(&client).await;
+    // The client's link is up once its connect completes, which may be
+    // before the server has accepted it.
+    eventually::<H>(&server, |s| s.long_connections_open == 1).await;
     assert_eq!(server.push(10_001, b"a mars push"), 1);
     let err = bounded::<H, _>(Duration::from_secs(10), send)
         .await
@@ -176,6 +176,84 @@ pub(crate) async fn codec_mismatch_is_a_decode_error<H: Harness>() {
         }
         other => panic!("expected a decode error, got {other:?} ({err})"),
     }
+    assert!(
+        err.to_string()
+            .contains("varint codec: magic byte 0 is 0x00, expected 0xa5"),
+        "{err}"
+    );
+    client.shutdown().await;
+}
+
+/// Waits (bounded by the test) until the client has one task in flight on
+/// the long link with every byte written, on a link that is up.
+async fn until_in_flight<H: Harness, R: Runtime>(client: &Client<R>) {
+    loop {
+        let snapshot = client.snapshot().await.expect("client running");
+        if snapshot.long_in_flight == 1
+            && snapshot.unsent_bytes == 0
+            && matches!(snapshot.long_link, Some(LinkStatus::Connected { .. }))
+        {
+            return;
+        }
+        H::sleep(Duration::from_millis(5)).await;
+    }
+}
+
+/// The order `codec_mismatch_is_a_decode_error` must exclude, forced: a
+/// push that reaches the client before the task is submitted takes the
+/// idle link down and fails nothing; the task submitted afterwards rides
+/// the next connection (its own attempt, unharmed by the old link's
+/// decoder) and the mismatch there ends it. Pushing as soon as the
+/// server's `buffered_bytes` was above 0 allowed this order, and the task
+/// then waited on the second link for a push that never came.
+pub(crate) async fn codec_mismatch_before_the_task_ends_only_the_link<H: Harness>() {
+    let server = ServerHost::healthy();
+    let client = builder::<H>(&server)
+        .long_link_codec(VarintCodec)
+        // The waiting task gets its link back after 20 ms, not after the
+        // monitor's default 5 s task interval.
+        .configure(|c| {
+            let monitor = &mut c.long_mut().monitor;
+            monitor.task_intervals = [Duration::from_millis(20); 5];
+            monitor.disconnect_settle = Duration::from_millis(20);
+        })
+        .build()
+        .expect("client");
+    until_connected::<H, _>(&client).await;
+    // The client's link is up once its connect completes, which may be
+    // before the server has accepted it.
+    eventually::<H>(&server, |s| s.long_connections_open == 1).await;
+    assert_eq!(server.push(10_001, b"a mars push"), 1);
+    // The mismatch takes the link down; no task was on it.
+    loop {
+        let snapshot = client.snapshot().await.expect("client running");
+        if !matches!(snapshot.long_link, Some(LinkStatus::Connected { .. })) {
+            assert_eq!(snapshot.engine_tasks, 0, "{snapshot:?}");
+            break;
+        }
+        H::sleep(Duration::from_millis(5)).await;
+    }
+    let c = client.clone();
+    let send = H::spawn(async move { c.send_detailed(long_task("hi")).await });
+    until_in_flight::<H, _>(&client).await;
+    // The task is on a second connection, the only one the server has open.
+    eventually::<H>(&server, |s| {
+        s.long_connections == 2 && s.long_connections_open == 1
+    })
+    .await;
+    assert_eq!(server.push(10_001, b"a mars push"), 1);
+    let finished = bounded::<H, _>(Duration::from_secs(10), send)
+        .await
+        .expect("the task ends in time");
+    assert_eq!(finished.attempts, 1, "{finished:?}");
+    let err = finished.outcome.expect_err("the mismatch fails the task");
+    assert!(
+        matches!(
+            err.task_error(),
+            Some(ProtoError::Protocol(ProtocolError::Other(_)))
+        ),
+        "{err:?}"
+    );
     assert!(
         err.to_string()
             .contains("varint codec: magic byte 0 is 0x00, expected 0xa5"),
@@ -277,6 +355,7 @@ macro_rules! codec_suite {
     ($h:ty) => {
         $crate::codec_suite!(@tests $h;
             codec_custom_end_to_end, codec_mismatch_is_a_decode_error,
+            codec_mismatch_before_the_task_ends_only_the_link,
             codec_oversize_header_refused);
     };
     (@tests $h:ty; $($name:ident),*) => {
