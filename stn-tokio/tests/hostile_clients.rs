@@ -272,6 +272,32 @@ fn garbage_and_huge_lengths_close_only_their_connection() {
 /// budget (it stops reading instead), normal calls keep succeeding, and
 /// every partial one is closed by the request timeout (or the idle timeout,
 /// if the budget never let it read), giving all the memory back.
+/// Connections that send nothing hold no read buffer: an idle peer costs
+/// the budget nothing, whichever port it opened.
+#[test]
+fn idle_connections_hold_no_buffer() {
+    run(async {
+        let server = Server::start(hostile_config()).await.expect("server");
+        let (long, short) = (server.long_addr().unwrap(), server.short_addr().unwrap());
+        let mut idle = Vec::new();
+        for i in 0..20u8 {
+            let addr = if i % 2 == 0 { long } else { short };
+            idle.push(connect_from(30 + i % 4, addr).await.expect("connect"));
+        }
+        stats_eventually(&server, "every idle connection accepted", |s| {
+            s.long_connections_open == 10 && s.short_connections_open == 10
+        })
+        .await;
+        // Long enough for each connection's read to have started.
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let stats = server.stats();
+        assert_eq!(stats.buffered_bytes, 0, "{stats:?}");
+        assert_eq!(stats.peak_buffered_bytes, 0, "{stats:?}");
+        drop(idle);
+        server.shutdown().await;
+    });
+}
+
 #[test]
 fn partial_frames_and_bodies_stay_within_the_budget() {
     run(async {

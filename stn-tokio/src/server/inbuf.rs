@@ -1,4 +1,4 @@
-//! A connection's read buffer: allocated only when the socket is readable,
+//! A connection's read buffer: allocated only once a byte has arrived,
 //! grown toward the size the message in progress needs, charged to the
 //! server's [`Budget`] byte for byte, and freed when empty.
 
@@ -57,6 +57,14 @@ impl<'a> InBuf<'a> {
             return tokio::io::AsyncReadExt::read_buf(stream, &mut self.buf).await;
         }
         let stream = stream.tcp();
+        if self.buf.capacity() == 0 {
+            // An idle connection holds no buffer, and `readable` also fires
+            // for a socket with nothing to read (a fresh accept): wait for a
+            // byte without taking it (or the end), then allocate.
+            if stream.peek(&mut [0u8; 1]).await? == 0 {
+                return Ok(0);
+            }
+        }
         loop {
             stream.readable().await?;
             while self.buf.len() == self.buf.capacity() {

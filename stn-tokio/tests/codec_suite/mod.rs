@@ -156,10 +156,9 @@ pub(crate) async fn codec_mismatch_is_a_decode_error<H: Harness>() {
     // The task's 9-byte frame is shorter than a Mars header, so the server
     // waits for more. The push goes out only once the client has the task
     // in flight with its frame written: then it is read after the task is on
-    // the link and ends it. The server's counters cannot say this:
-    // `buffered_bytes` is above 0 from the moment a long link is accepted
-    // (its header buffer is charged before the first byte), and a push sent
-    // before the task was submitted ends the link without it
+    // the link and ends it. The server's counters cannot say this (bytes
+    // buffered there do not say whose they are), and a push sent before the
+    // task was submitted ends the link without it
     // (`codec_mismatch_before_the_task_ends_only_the_link`).
     until_in_flight::<H, _>(&client).await;
     // The client's link is up once its connect completes, which may be
@@ -203,9 +202,9 @@ async fn until_in_flight<H: Harness, R: Runtime>(client: &Client<R>) {
 /// push that reaches the client before the task is submitted takes the
 /// idle link down and fails nothing; the task submitted afterwards rides
 /// the next connection (its own attempt, unharmed by the old link's
-/// decoder) and the mismatch there ends it. Pushing as soon as the
-/// server's `buffered_bytes` was above 0 allowed this order, and the task
-/// then waited on the second link for a push that never came.
+/// decoder) and the mismatch there ends it. A test that pushes once, before
+/// the client has its task on the link, meets this order and then waits on
+/// the second link for a push that never comes.
 pub(crate) async fn codec_mismatch_before_the_task_ends_only_the_link<H: Harness>() {
     let server = ServerHost::healthy();
     let client = builder::<H>(&server)
