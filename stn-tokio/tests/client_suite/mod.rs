@@ -633,22 +633,14 @@ pub(crate) async fn shutdown_in_flight<H: Harness>() {
     assert!(client.snapshot().await.is_none());
 }
 
-/// 10,000 concurrent tasks on the long link: every one answered, nothing
-/// held afterwards, one connection.
-pub(crate) async fn ten_thousand_long<H: Harness>() {
-    const N: usize = 10_000;
-    let server = ServerHost::healthy();
-    let client = builder::<H>(&server)
-        .max_queued_tasks(2 * N)
-        .max_in_flight_long(1024)
-        .queue_capacity(4096)
-        .build()
-        .expect("client");
-    let mut joins = Vec::with_capacity(N);
-    for i in 0..N {
+/// Sends `n` long-link tasks at once (bodies `"{tag} {i}"`) and checks that
+/// each is answered with its own body; returns how many were.
+async fn all_answered<H: Harness>(client: &Client<H::Rt>, n: usize, tag: &str) -> usize {
+    let mut joins = Vec::with_capacity(n);
+    for i in 0..n {
         let c = client.clone();
+        let body = format!("{tag} {i}");
         joins.push(H::spawn(async move {
-            let body = format!("task {i}");
             let r = c.send(long_task(body.clone()).limit_frequency(false)).await;
             (body, r)
         }));
@@ -660,7 +652,21 @@ pub(crate) async fn ten_thousand_long<H: Harness>() {
         assert_eq!(r.body, body);
         ok += 1;
     }
-    assert_eq!(ok, N);
+    ok
+}
+
+/// 10,000 concurrent tasks on the long link: every one answered, nothing
+/// held afterwards, one connection.
+pub(crate) async fn ten_thousand_long<H: Harness>() {
+    const N: usize = 10_000;
+    let server = ServerHost::healthy();
+    let client = builder::<H>(&server)
+        .max_queued_tasks(2 * N)
+        .max_in_flight_long(1024)
+        .queue_capacity(4096)
+        .build()
+        .expect("client");
+    assert_eq!(all_answered::<H>(&client, N, "task").await, N);
     let snap = settle::<H, _>(&client, |s| s.engine_tasks == 0 && s.waiting == 0).await;
     assert_eq!((snap.engine_tasks, snap.waiting), (0, 0), "{snap:?}");
     assert_eq!(snap.long_in_flight, 0);
@@ -682,20 +688,7 @@ pub(crate) async fn full_queue_waits<H: Harness>() {
         .queue_capacity(1)
         .build()
         .expect("client");
-    let mut joins = Vec::with_capacity(N);
-    for i in 0..N {
-        let c = client.clone();
-        joins.push(H::spawn(async move {
-            let body = format!("queued {i}");
-            let r = c.send(long_task(body.clone()).limit_frequency(false)).await;
-            (body, r)
-        }));
-    }
-    for j in joins {
-        let (body, r) = j.await;
-        let r = r.unwrap_or_else(|e| panic!("{body}: {e:?}"));
-        assert_eq!(r.body, body);
-    }
+    all_answered::<H>(&client, N, "queued").await;
     stats_eventually::<H>(&server, |s| s.long_requests_served == N as u64).await;
     client.shutdown().await;
 }
