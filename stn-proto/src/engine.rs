@@ -1335,6 +1335,7 @@ impl Engine {
             endpoint: None,
             connect_time: None,
             handshake_time: None,
+            early_data: false,
             first_packet_after: None,
             connect_attempts: 0,
             bytes_sent: 0,

@@ -218,6 +218,7 @@ fn short_link() {
             long_polling: None,
         },
         deadline: Some(t0 + Duration::from_secs(40)),
+        early_data: false,
     };
     let mut ex = ShortLinkExchange::start(t0, &ExchangeConfig::default(), req, &mut ids);
     let conn = match ex.poll_action() {

@@ -88,6 +88,27 @@ pub enum ConnEvent {
     /// follows. Optional: it only moves the end of the connect time (the
     /// RTT sample) to the TCP connect, before the handshake's round trips.
     TcpConnected,
+    /// The TCP handshake completed, a TLS 1.3 handshake that resumes a
+    /// session now runs on the connection, and up to `max` bytes may be sent
+    /// at once as early data (0-RTT, RFC 8446 §2.3): the resumed session's
+    /// ticket allows it and the client enabled it.
+    ///
+    /// Early data can be replayed by an attacker (RFC 8446 §8), so the engine
+    /// sends only a request whose task allows it
+    /// ([`Task::early_data`](crate::Task::early_data)) and that fits in
+    /// `max`, and only on a short-link connection it has just opened; for
+    /// anything else it waits for [`ConnEvent::Connected`]. Either way the
+    /// executor then finishes the handshake and reports `Connected` (or
+    /// [`ConnEvent::ConnectFailed`]). Bytes sent before `Connected` travel as
+    /// early data; should the server reject early data, the executor sends
+    /// them again once the handshake completes (as tokio-rustls does), so the
+    /// engine never resends them itself. Optional, like `TcpConnected`,
+    /// which it follows.
+    EarlyData {
+        /// How many bytes of early data the session allows
+        /// (`max_early_data_size` of its ticket, less any already sent).
+        max: u32,
+    },
     /// The connect attempt failed.
     ConnectFailed(ConnectError),
     /// Bytes arrived (any chunking).

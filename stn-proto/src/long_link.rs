@@ -595,6 +595,9 @@ impl LongLink {
                 match ev {
                     ConnEvent::Connected => c.race.handle_connected(now, attempt),
                     ConnEvent::TcpConnected => c.race.handle_tcp_connected(now, attempt),
+                    // The long link carries many tasks and its identify; it
+                    // sends nothing before the handshake completes.
+                    ConnEvent::EarlyData { .. } => return,
                     ConnEvent::ConnectFailed(error) => {
                         c.conns.remove(&attempt);
                         c.race.handle_failed(now, attempt, error);
@@ -621,7 +624,10 @@ impl LongLink {
                     self.monitor.on_disconnected(now);
                 }
                 // Duplicates of the connect result: nothing to do.
-                ConnEvent::Connected | ConnEvent::TcpConnected | ConnEvent::ConnectFailed(_) => {}
+                ConnEvent::Connected
+                | ConnEvent::TcpConnected
+                | ConnEvent::EarlyData { .. }
+                | ConnEvent::ConnectFailed(_) => {}
             },
             _ => {}
         }

@@ -125,6 +125,9 @@ pub(crate) struct ExchangeRequest {
     /// The task's deadline: nothing of the exchange outlives it
     /// ([`TimeoutKind::Task`]).
     pub deadline: Option<Instant>,
+    /// The request may go as TLS early data when a connection offers it
+    /// ([`ConnEvent::EarlyData`]): the task allows it and the profile uses it.
+    pub early_data: bool,
 }
 
 /// Configuration of a `ShortLinkExchange`.
@@ -222,6 +225,8 @@ pub(crate) struct ExchangeResult {
     /// its `Connected`. `None` without TLS, on a reused connection, or when
     /// the executor does not report the TCP connect.
     pub handshake_time: Option<Duration>,
+    /// The request went as TLS early data, before the handshake completed.
+    pub early_data: bool,
     /// When the request was sent (the timers' origin), if it was.
     pub request_sent_at: Option<Instant>,
     /// Request bytes sent.
@@ -282,6 +287,9 @@ enum ConnState {
     Connecting(AttemptId),
     /// Connected and carrying the exchange (the race's winner).
     Open,
+    /// The race's winner, carrying the request as early data while its TLS
+    /// handshake completes; `Connected` makes it `Open`.
+    Early,
     /// Closed by us or ended by its own event: nothing more is expected.
     Gone,
 }
@@ -301,6 +309,16 @@ pub(crate) struct ShortLinkExchange {
     race: Option<Race>,
     /// The winner's TLS handshake time, if it ran one.
     handshake_time: Option<Duration>,
+    /// The request may go as early data ([`ExchangeRequest::early_data`]).
+    early_allowed: bool,
+    /// The attempt being declared the winner on its
+    /// [`ConnEvent::EarlyData`], while the race hands it over.
+    early_winner: Option<AttemptId>,
+    /// When the winner's TCP connect completed, if its request went early
+    /// (the handshake time is measured on its `Connected`).
+    early_tcp_at: Option<Instant>,
+    /// The request went as early data.
+    sent_early: bool,
     conns: SmallMap<ConnId, ConnState>,
     attempts: SmallMap<AttemptId, ConnId>,
     /// The most recent connect failure, for the race's failure error.
@@ -340,6 +358,10 @@ impl ShortLinkExchange {
             clock,
             race: None,
             handshake_time: None,
+            early_allowed: req.early_data,
+            early_winner: None,
+            early_tcp_at: None,
+            sent_early: false,
             conns: SmallMap::default(),
             attempts: SmallMap::default(),
             last_failure: None,
@@ -426,7 +448,7 @@ impl ShortLinkExchange {
     pub(crate) fn owns(&self, conn: ConnId) -> bool {
         matches!(
             self.conns.get(&conn),
-            Some(ConnState::Connecting(_) | ConnState::Open)
+            Some(ConnState::Connecting(_) | ConnState::Open | ConnState::Early)
         )
     }
 
@@ -485,7 +507,35 @@ impl ShortLinkExchange {
                 }
                 self.drain_race(now, ids);
             }
-            (ConnState::Open, ConnEvent::TcpConnected) => {}
+            (ConnState::Connecting(attempt), ConnEvent::EarlyData { max }) => {
+                if !self.fits_early(attempt, max) {
+                    return self.expire(now);
+                }
+                // The request goes now, so this attempt wins the race as if
+                // connected; the handshake's end is its `Connected`.
+                self.early_winner = Some(attempt);
+                if let Some(race) = self.race.as_mut() {
+                    race.handle_connected(now, attempt);
+                }
+                self.drain_race(now, ids);
+                self.early_winner = None;
+                if self.conns.get(&conn) == Some(&ConnState::Connecting(attempt)) {
+                    self.close(conn);
+                }
+            }
+            (ConnState::Open | ConnState::Early, ConnEvent::TcpConnected)
+            | (ConnState::Open | ConnState::Early, ConnEvent::EarlyData { .. }) => {}
+            (ConnState::Early, ConnEvent::Connected) => {
+                self.conns.insert(conn, ConnState::Open);
+                self.handshake_time = self.early_tcp_at.map(|tcp| now - tcp);
+            }
+            (ConnState::Early, ConnEvent::ConnectFailed(error)) => {
+                // The handshake failed after the request went early: a
+                // failed connect of the winner, with its typed cause.
+                self.conns.insert(conn, ConnState::Gone);
+                let addr = self.winner.map(|(_, addr)| addr);
+                self.fail_on_winner(now, Error::Connect { addr, error });
+            }
             (ConnState::Connecting(attempt), ConnEvent::ConnectFailed(error)) => {
                 self.conns.insert(conn, ConnState::Gone);
                 self.connect_failed(now, attempt, error, ids);
@@ -503,8 +553,10 @@ impl ShortLinkExchange {
             // Nothing can arrive before the handshake; drop it.
             (ConnState::Connecting(_), ConnEvent::Received(_)) => {}
             (ConnState::Open, ConnEvent::Connected) => {}
-            (ConnState::Open, ConnEvent::Received(data)) => self.received(now, &data),
-            (ConnState::Open, ConnEvent::Closed(reason)) => {
+            (ConnState::Open | ConnState::Early, ConnEvent::Received(data)) => {
+                self.received(now, &data);
+            }
+            (ConnState::Open | ConnState::Early, ConnEvent::Closed(reason)) => {
                 self.conns.insert(conn, ConnState::Gone);
                 self.closed(now, reason);
             }
@@ -708,14 +760,39 @@ impl ShortLinkExchange {
             self.finish(now, Err(Error::Socket(SocketError::WriteFailed)), None);
             return;
         };
-        self.conns.insert(conn, ConnState::Open);
-        self.handshake_time = self
+        let tcp_connected = self
             .race
             .as_ref()
             .and_then(|r| r.attempt(attempt))
-            .and_then(|a| a.tcp_connected)
-            .map(|tcp| now - tcp);
+            .and_then(|a| a.tcp_connected);
+        if self.early_winner == Some(attempt) {
+            self.conns.insert(conn, ConnState::Early);
+            self.early_tcp_at = tcp_connected;
+            self.sent_early = true;
+        } else {
+            self.conns.insert(conn, ConnState::Open);
+            self.handshake_time = tcp_connected.map(|tcp| now - tcp);
+        }
         self.send_on(now, conn, addr, Some(connect_time));
+    }
+
+    /// Whether the request may go as early data on `attempt`'s connection,
+    /// which allows `max` bytes: the exchange allows it and the whole
+    /// request fits (a part sent early would gain nothing).
+    fn fits_early(&self, attempt: AttemptId, max: u32) -> bool {
+        if !self.early_allowed || self.reused {
+            return false;
+        }
+        let Some(addr) = self
+            .race
+            .as_ref()
+            .and_then(|r| r.attempt(attempt))
+            .map(|a| a.addr)
+        else {
+            return false;
+        };
+        self.encode(addr)
+            .is_ok_and(|data| u32::try_from(data.len()).is_ok_and(|len| len <= max))
     }
 
     /// Sends the request on `conn` (open); the timers start now.
@@ -858,6 +935,7 @@ impl ShortLinkExchange {
             endpoint: self.winner.map(|(_, a)| a),
             connect_time: self.connect_time,
             handshake_time: self.handshake_time,
+            early_data: self.sent_early,
             first_packet_after: match (self.sent_at, self.first_byte_at) {
                 (Some(s), Some(f)) => Some(f - s),
                 _ => None,

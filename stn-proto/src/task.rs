@@ -384,6 +384,15 @@ pub struct Task {
     /// connection. Default true; set false for a request the server must not
     /// see twice.
     pub hedge: bool,
+    /// May the short link send this request as TLS 1.3 early data (0-RTT)
+    /// on a connection that resumes a session, one round trip before the
+    /// handshake completes? Early data can be replayed by an attacker
+    /// (RFC 8446 §8): set it only for a request whose replay is harmless (a
+    /// read, an idempotent call). The engine uses it under the stn profile
+    /// (`engine.early_data` in `docs/profiles.md`) when the executor offers it
+    /// ([`ConnEvent::EarlyData`](crate::ConnEvent::EarlyData)) and the whole
+    /// request fits. Default false.
+    pub early_data: bool,
     /// Builds the body anew for every attempt (Mars `Req2Buf`), replacing
     /// [`body`](Self::body); `None` (the default) sends `body` every time.
     pub body_source: Option<BodySource>,
@@ -416,6 +425,7 @@ impl Task {
             user_tag: 0,
             judge: false,
             hedge: true,
+            early_data: false,
             body_source: None,
         }
     }
@@ -515,6 +525,22 @@ impl Task {
     #[must_use]
     pub fn hedge(mut self, on: bool) -> Self {
         self.hedge = on;
+        self
+    }
+
+    /// Sets [`Task::early_data`]: the request may travel as TLS 0-RTT early
+    /// data, so only for one whose replay is harmless.
+    ///
+    /// ```
+    /// use stn_proto::Task;
+    ///
+    /// let read = Task::new(7, "/cgi-bin/profile", "uid=1").early_data(true);
+    /// assert!(read.early_data);
+    /// assert!(!Task::new(7, "/cgi-bin/pay", "x").early_data);
+    /// ```
+    #[must_use]
+    pub fn early_data(mut self, on: bool) -> Self {
+        self.early_data = on;
         self
     }
 

@@ -48,6 +48,9 @@ pub(crate) enum ConnOp {
     },
     Garbage(Vec<u8>),
     Closed(u8),
+    /// TCP connects and the TLS session offers `max * 8` bytes of early data
+    /// (the handshake's end is a later `Connected`, `Failed` or `Closed`).
+    Early(u16),
 }
 
 fn ip(a: u8, b: u8, c: u8, d: u8) -> IpAddr {
@@ -66,6 +69,8 @@ fn ok_http(body: &str) -> Bytes {
 pub(crate) struct OpenConn {
     long: bool,
     connected: bool,
+    /// Early-data bytes the connection still allows before `Connected`.
+    early_room: Option<u32>,
     decoder: FrameDecoder,
     /// Frames the engine sent on this connection, not yet answered.
     unanswered: Vec<Frame>,
@@ -151,6 +156,7 @@ impl World {
                         OpenConn {
                             long: addr.port() == LONG_PORT,
                             connected: false,
+                            early_room: None,
                             decoder: FrameDecoder::new(CodecConfig::default()),
                             unanswered: Vec::new(),
                         },
@@ -161,7 +167,17 @@ impl World {
                         .open
                         .get_mut(conn)
                         .unwrap_or_else(|| panic!("send on closed or unknown {conn}"));
-                    assert!(c.connected, "send on {conn} before it connected");
+                    if !c.connected {
+                        // Only a short-link request, as early data, within
+                        // what the session offered.
+                        let room = c
+                            .early_room
+                            .unwrap_or_else(|| panic!("send on {conn} before it connected"));
+                        assert!(!c.long, "long-link send as early data on {conn}");
+                        let len = u32::try_from(data.len()).unwrap_or(u32::MAX);
+                        assert!(len <= room, "early data of {len} B on {conn} over {room}");
+                        c.early_room = Some(room - len);
+                    }
                     if c.long {
                         let mut buf = &data[..];
                         while let Ok(Some(f)) = c.decoder.decode(&mut buf) {
@@ -400,6 +416,9 @@ impl World {
             ConnOp::Valid { .. } => ConnEvent::Received(ok_http("late")),
             ConnOp::Garbage(b) => ConnEvent::Received(Bytes::from(b.clone())),
             ConnOp::Closed(_) => ConnEvent::Closed(CloseReason::Eof),
+            ConnOp::Early(max) => ConnEvent::EarlyData {
+                max: u32::from(*max) * 8,
+            },
         };
         self.input(Input::Conn { conn, event });
     }
@@ -443,7 +462,8 @@ impl World {
     /// both), priority, retry count, flags (bit 0 total timeout from the
     /// high bits, 1 network-sensitive, 3 judged, 4 own host, 5 needs auth,
     /// 6 send-only, 7 long-polling) and `body` (bits 0–1 a size class, bit 0
-    /// also the Fast strategy, bit 2 `Connection: Keep-Alive`).
+    /// also the Fast strategy, bit 2 `Connection: Keep-Alive`, bit 3 early
+    /// data allowed).
     pub(crate) fn submit(
         &mut self,
         channel: u8,
@@ -454,6 +474,7 @@ impl World {
     ) {
         let channel = channel % 3;
         let keep_alive = body & 4 != 0;
+        let early_data = body & 8 != 0;
         let body = body % 4;
         let mut t = Task::new(
             if channel == 0 {
@@ -497,6 +518,9 @@ impl World {
         if keep_alive {
             t = t.header("Connection", "Keep-Alive");
         }
+        if early_data {
+            t = t.early_data(true);
+        }
         if flags & 0x10 != 0 && channel != 1 {
             // A task naming its own host: resolved per task.
             t = t.host(if body % 2 == 0 {
@@ -530,6 +554,22 @@ impl World {
                     conn,
                     event: ConnEvent::Connected,
                 });
+            }
+            ConnOp::Early(max) => {
+                let connected = c.connected;
+                if !connected {
+                    c.early_room = Some(u32::from(max) * 8);
+                    self.input(Input::Conn {
+                        conn,
+                        event: ConnEvent::TcpConnected,
+                    });
+                    self.input(Input::Conn {
+                        conn,
+                        event: ConnEvent::EarlyData {
+                            max: u32::from(max) * 8,
+                        },
+                    });
+                }
             }
             ConnOp::Failed(k) => {
                 self.open.remove(&conn);

@@ -197,6 +197,9 @@ pub struct Config {
     /// timer dropped the link gets one more attempt within its deadline
     /// (stn; Mars: none). Only for tasks that may be hedged.
     pub(crate) long_link_rescue: bool,
+    /// A short-link request of a task that allows it may go as TLS early
+    /// data (stn; Mars: never).
+    pub(crate) early_data: bool,
     /// Behaviour without network.
     pub(crate) no_network: NoNetworkPolicy,
     /// Zombie parking.
@@ -268,6 +271,7 @@ impl Config {
             http_retry: k::http_retry(profile),
             channel_choice: k::channel_choice(profile),
             long_link_rescue: k::long_link_rescue(profile),
+            early_data: k::early_data(profile),
             no_network: k::no_network(profile),
             zombies: k::zombies(profile),
             zombie_idle_restart: k::zombie_idle_restart(profile),

@@ -253,6 +253,7 @@ impl Engine {
             endpoint: self.long_endpoint,
             connect_time: None,
             handshake_time: None,
+            early_data: false,
             first_packet_after,
             connect_attempts: 0,
             bytes_sent: u64::try_from(e.task.body.len()).unwrap_or(u64::MAX) + 20,

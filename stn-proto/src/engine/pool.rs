@@ -176,7 +176,7 @@ impl Engine {
     /// use (closed by the peer, or data nobody asked for).
     pub(super) fn pool_event(&mut self, conn: ConnId, event: &ConnEvent) {
         match event {
-            ConnEvent::Connected | ConnEvent::TcpConnected => {}
+            ConnEvent::Connected | ConnEvent::TcpConnected | ConnEvent::EarlyData { .. } => {}
             ConnEvent::Received(_) => self.pool_close(conn),
             // Already forgotten by `conn_event`.
             ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_) => {

@@ -70,6 +70,7 @@ impl Engine {
             rtt_hint: self.rtt_hint(),
             timeouts,
             deadline: Some(e.deadline),
+            early_data: self.config.early_data && e.task.early_data,
         };
         if self.config.hedge.is_some() {
             let state = super::hedge::HedgeState {
@@ -222,6 +223,7 @@ impl Engine {
             endpoint: result.endpoint,
             connect_time: result.connect_time,
             handshake_time: result.handshake_time,
+            early_data: result.early_data,
             first_packet_after: result.first_packet_after,
             connect_attempts: result.connect_attempts + spent_connects,
             bytes_sent: result.bytes_sent,

@@ -14,6 +14,7 @@ use crate::profile::Profile;
 
 mod auth_controls;
 mod banned_last;
+mod early_data;
 mod prop;
 mod race_width;
 mod rescue;

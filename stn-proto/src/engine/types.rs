@@ -79,6 +79,10 @@ pub struct Report {
     /// of `connect_time` and of the RTT samples the timeouts follow: a
     /// handshake costs round trips a bare connect does not.
     pub handshake_time: Option<Duration>,
+    /// The request went as TLS 1.3 early data (0-RTT) in the handshake's
+    /// first flight ([`Task::early_data`](crate::Task::early_data)); had the
+    /// server rejected it, the executor sent it again after the handshake.
+    pub early_data: bool,
     /// From sending the request to the first response byte.
     pub first_packet_after: Option<Duration>,
     /// TCP connects started for this attempt (short link).

@@ -132,7 +132,10 @@ impl Engine {
         };
         let error = match event {
             // It answered: merely slower than the winner, no verdict.
-            ConnEvent::Connected | ConnEvent::TcpConnected | ConnEvent::Received(_) => {
+            ConnEvent::Connected
+            | ConnEvent::TcpConnected
+            | ConnEvent::EarlyData { .. }
+            | ConnEvent::Received(_) => {
                 self.verdict_close(conn);
                 return;
             }

@@ -1104,7 +1104,9 @@ mod model {
                 match ev {
                     ConnEvent::Connected => *s = ConnState::Established,
                     ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_) => *s = ConnState::Ended,
-                    ConnEvent::TcpConnected | ConnEvent::Received(_) => {}
+                    ConnEvent::TcpConnected
+                    | ConnEvent::EarlyData { .. }
+                    | ConnEvent::Received(_) => {}
                 }
             }
             self.link.handle_event(self.now, conn, ev, &mut self.ids);

@@ -393,6 +393,10 @@ knobs! {
         /// stalled link is still dropped at Mars's timer; waiting longer on
         /// it cost more than it saved (docs/long-link-timeouts.md).
         long_link_rescue: bool = [false, false, true], "none (the batch error ends a task with no retry left)";
+        /// A short-link request whose task allows it (`Task::early_data`)
+        /// goes as TLS 0-RTT early data on a fresh connection that resumes a
+        /// session: one round trip sooner. Mars runs no TLS of its own.
+        early_data: bool = [false, false, true], "none (no TLS)";
         /// Every task waits (within its deadline) for the network instead of
         /// burning its attempts on connects that cannot succeed.
         no_network: NoNetworkPolicy = [NoNetworkPolicy::FailSensitive, NoNetworkPolicy::FailSensitive, NoNetworkPolicy::WaitAll], "network-status-sensitive tasks fail";

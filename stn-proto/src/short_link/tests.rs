@@ -55,6 +55,7 @@ fn request(cands: &[u8]) -> ExchangeRequest {
         rtt_hint: None,
         timeouts: timeouts(),
         deadline: Some(at(40_000)),
+        early_data: false,
     }
 }
 

@@ -77,12 +77,13 @@ fn conn_op() -> impl Strategy<Value = ConnOp> {
         5 => any::<u16>().prop_map(|split| ConnOp::Valid { split }),
         1 => proptest::collection::vec(any::<u8>(), 1..40).prop_map(ConnOp::Garbage),
         1 => (0u8..3).prop_map(ConnOp::Closed),
+        1 => any::<u16>().prop_map(ConnOp::Early),
     ]
 }
 
 fn op() -> impl Strategy<Value = Op> {
     prop_oneof![
-        6 => (0u8..3, 0u8..6, proptest::option::of(0u8..3), any::<u8>(), 0u8..8).prop_map(
+        6 => (0u8..3, 0u8..6, proptest::option::of(0u8..3), any::<u8>(), 0u8..16).prop_map(
             |(channel, priority, retries, flags, body)| Op::Submit {
                 channel,
                 priority,
