@@ -57,6 +57,7 @@ pub enum LinkStatus {
 /// how it ended. One is emitted for every attempt that started, before the
 /// task's [`Event::TaskFinished`] or its next attempt.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct Report {
     /// The task.
     pub task: TaskId,
