@@ -68,7 +68,7 @@ impl Runtime for SmolRuntime {
         &self,
         stream: Box<dyn AsyncStream>,
         tls: stn_driver::tls::TlsStart,
-    ) -> BoxFuture<io::Result<stn_driver::tls::TlsStream>> {
+    ) -> BoxFuture<io::Result<Box<dyn stn_driver::tls::TlsIo>>> {
         crate::tls_io::start_tls(stream, tls)
     }
 

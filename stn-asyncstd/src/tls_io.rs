@@ -10,33 +10,38 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures_io::{AsyncRead, AsyncWrite};
-use rustls::HandshakeKind;
-use stn_driver::tls::{TlsStart, TlsStream};
+use stn_driver::tls::{TlsIo, TlsStart, TlsState};
 use stn_driver::{AsyncStream, BoxFuture};
 
 use crate::io::Stream;
 
 /// Runs futures-rustls' client handshake on `stream` (for both runtimes'
 /// [`Runtime::start_tls`](stn_driver::Runtime::start_tls)).
+/// With early data enabled in the configuration and a session that allows
+/// it, it returns before the handshake is done (futures-rustls' early-data
+/// mode; see [`TlsIo`]).
 pub(crate) fn start_tls(
     stream: Box<dyn AsyncStream>,
     tls: TlsStart,
-) -> BoxFuture<io::Result<TlsStream>> {
+) -> BoxFuture<io::Result<Box<dyn TlsIo>>> {
     Box::pin(async move {
-        let connector = futures_rustls::TlsConnector::from(tls.config);
+        let early = tls.config.enable_early_data;
+        let connector = futures_rustls::TlsConnector::from(tls.config).early_data(early);
         let stream = connector
             .connect(tls.server_name, FuturesIo(stream))
             .await?;
-        let resumed = stream.get_ref().1.handshake_kind() == Some(HandshakeKind::Resumed);
-        Ok(TlsStream {
-            stream: Box::new(Stream(stream)),
-            resumed,
-        })
+        Ok(Box::new(Stream(stream)) as Box<dyn TlsIo>)
     })
 }
 
+impl TlsIo for Stream<futures_rustls::client::TlsStream<FuturesIo>> {
+    fn tls_state(&mut self) -> TlsState {
+        TlsState::of(self.0.get_mut().1)
+    }
+}
+
 /// The driver's stream with futures-io's traits.
-struct FuturesIo(Box<dyn AsyncStream>);
+pub(crate) struct FuturesIo(Box<dyn AsyncStream>);
 
 impl AsyncRead for FuturesIo {
     fn poll_read(

@@ -12,7 +12,10 @@
 //!
 //! With TLS the connect has two phases: the TCP connect, then the handshake
 //! ([`crate::tls`]); the engine is told the connection is up only after
-//! both, and a failed handshake is a failed connect.
+//! both, and a failed handshake is a failed connect. A handshake that may
+//! send early data (TLS 1.3 0-RTT) has a third state between them: the
+//! engine is told how much it may write early, what it writes goes out with
+//! the ClientHello, and flushes drive the handshake to its end.
 
 use std::collections::VecDeque;
 use std::future::Future;
@@ -28,8 +31,8 @@ use stn_proto::CloseReason;
 use stn_proto::ConnectError;
 
 use crate::ready::TokenWaker;
-use crate::runtime::{AsyncStream, BoxFuture, Runtime};
-use crate::tls::{self, Handshake, TlsStart};
+use crate::runtime::{AsyncStream, AsyncTimer, BoxFuture, Runtime};
+use crate::tls::{self, Handshake, TlsIo, TlsStart};
 
 /// Size of the driver's read buffer: a received chunk is at most this many bytes.
 pub const READ_CHUNK: usize = 64 * 1024;
@@ -76,6 +79,9 @@ pub(crate) enum Step {
     Connected,
     /// The TCP connect completed and the TLS handshake started.
     TcpConnected,
+    /// The handshake may carry this many bytes of early data: what the
+    /// engine writes now goes out as 0-RTT data.
+    EarlyData(u32),
     /// `n` bytes arrived; they are in the read buffer's first `n` bytes.
     Data(usize),
     /// The connect failed, with the I/O error behind it (the OS's, or the
@@ -89,7 +95,21 @@ pub(crate) enum Step {
 enum State {
     Connecting(BoxFuture<io::Result<Box<dyn AsyncStream>>>),
     Handshaking(Handshake),
+    Early(Early),
     Open(Box<dyn AsyncStream>),
+    /// Between two states (and after a failed handshake): polls do nothing.
+    Closed,
+}
+
+/// A TLS stream still handshaking that may send early data: writes go out
+/// as 0-RTT data and flushes drive the handshake (see [`tls::TlsIo`]).
+struct Early {
+    stream: Box<dyn TlsIo>,
+    /// The handshake timeout, still running.
+    timer: Pin<Box<dyn AsyncTimer>>,
+    started: Instant,
+    /// Some early data was written.
+    sent: bool,
 }
 
 /// The TLS handshake a connection runs once its TCP connect completes.
@@ -106,6 +126,8 @@ pub(crate) struct Handshaked {
     /// TCP connect to handshake done.
     pub(crate) duration: Duration,
     pub(crate) resumed: bool,
+    /// Early data went out: whether the server accepted it.
+    pub(crate) early: Option<bool>,
 }
 
 /// One connection: its socket, its unsent writes and its waker.
@@ -205,7 +227,9 @@ impl Conn {
                     Poll::Ready(done) => self.handshake_done(done),
                 };
             }
-            State::Open(stream) => stream,
+            State::Early(_) => return self.poll_early(&mut cx),
+            State::Open(stream) => stream.as_mut(),
+            State::Closed => return Step::Idle,
         };
         if self.write_failed.is_none() {
             if let Err(failed) = write_queued(
@@ -267,31 +291,93 @@ impl Conn {
         Step::TcpConnected
     }
 
-    fn handshake_done(&mut self, done: io::Result<tls::TlsStream>) -> Step {
-        let State::Handshaking(handshake) = &self.state else {
+    fn handshake_done(&mut self, done: io::Result<Box<dyn TlsIo>>) -> Step {
+        let State::Handshaking(handshake) = std::mem::replace(&mut self.state, State::Closed)
+        else {
             return Step::Idle;
         };
-        let started = handshake.started;
-        match done {
-            Ok(tls) => {
-                self.handshaked = Some(Handshaked {
-                    duration: Instant::now().saturating_duration_since(started),
-                    resumed: tls.resumed,
+        let mut stream = match done {
+            Ok(stream) => stream,
+            Err(e) => return handshake_failed(e),
+        };
+        // Writes the engine queued meanwhile (or queues now, early) go out
+        // on the next poll.
+        self.handle.schedule();
+        let state = stream.tls_state();
+        match state.early_room {
+            Some(room) if state.handshaking => {
+                self.state = State::Early(Early {
+                    stream,
+                    timer: handshake.timer,
+                    started: handshake.started,
+                    sent: false,
                 });
-                self.state = State::Open(tls.stream);
-                // Writes the engine queued meanwhile go out on the next poll.
-                self.handle.schedule();
-                Step::Connected
+                Step::EarlyData(u32::try_from(room).unwrap_or(u32::MAX))
             }
-            Err(e) => Step::ConnectFailed(ConnectError::tls(tls::handshake_failure(&e)), Some(e)),
+            _ => self.open(stream, handshake.started, None),
         }
     }
+
+    /// Writes what the engine queued as early data, then flushes, which
+    /// drives the handshake; the connection is open once a flush completes.
+    fn poll_early(&mut self, cx: &mut Context<'_>) -> Step {
+        let State::Early(early) = &mut self.state else {
+            return Step::Idle;
+        };
+        let before = self.unsent;
+        let mut handshaking = true;
+        let written = write_queued(
+            early.stream.as_mut(),
+            cx,
+            &mut self.out,
+            &mut self.written,
+            &mut self.unsent,
+            &mut handshaking,
+        );
+        early.sent |= self.unsent < before;
+        if let Err((_, e)) = written {
+            return handshake_failed(e.unwrap_or_else(|| io::ErrorKind::WriteZero.into()));
+        }
+        if handshaking {
+            return match early.timer.as_mut().poll(cx) {
+                Poll::Ready(()) => handshake_failed(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "TLS handshake timed out",
+                )),
+                Poll::Pending => Step::Idle,
+            };
+        }
+        let State::Early(early) = std::mem::replace(&mut self.state, State::Closed) else {
+            return Step::Idle;
+        };
+        let mut stream = early.stream;
+        let accepted = early.sent.then(|| stream.tls_state().early_accepted);
+        // What the engine queued after the early data goes out now.
+        self.handle.schedule();
+        self.open(stream, early.started, accepted)
+    }
+
+    /// The handshake is done: the connection is open.
+    fn open(&mut self, mut stream: Box<dyn TlsIo>, started: Instant, early: Option<bool>) -> Step {
+        self.handshaked = Some(Handshaked {
+            duration: Instant::now().saturating_duration_since(started),
+            resumed: stream.tls_state().resumed,
+            early,
+        });
+        self.state = State::Open(stream);
+        Step::Connected
+    }
+}
+
+/// A handshake that failed (or timed out): a failed connect.
+fn handshake_failed(e: io::Error) -> Step {
+    Step::ConnectFailed(ConnectError::tls(tls::handshake_failure(&e)), Some(e))
 }
 
 /// Writes from the front of `out` until the socket would block or `out` is
 /// empty, then flushes (again, if an earlier flush was pending).
 fn write_queued(
-    stream: &mut Box<dyn AsyncStream>,
+    stream: &mut dyn AsyncStream,
     cx: &mut Context<'_>,
     out: &mut VecDeque<Bytes>,
     written: &mut usize,

@@ -706,10 +706,12 @@ impl Driver {
                 }
                 Step::Connected => {
                     if let Some(h) = conn.handshaked.take() {
-                        tracing::debug!(target: TRACE_TARGET, %id, duration = ?h.duration, resumed = h.resumed, "TLS handshake done");
+                        tracing::debug!(target: TRACE_TARGET, %id, duration = ?h.duration, resumed = h.resumed, early_accepted = ?h.early, "TLS handshake done");
                         let s = &mut self.tls_stats;
                         s.handshakes += 1;
                         s.resumed += u64::from(h.resumed);
+                        s.early_data += u64::from(h.early.is_some());
+                        s.early_accepted += u64::from(h.early == Some(true));
                         s.handshake_time += h.duration;
                         s.last_handshake = Some(h.duration);
                     }
@@ -718,6 +720,9 @@ impl Driver {
                 }
                 Step::TcpConnected => {
                     self.feed(id, ConnEvent::TcpConnected);
+                }
+                Step::EarlyData(max) => {
+                    self.feed(id, ConnEvent::EarlyData { max });
                 }
                 Step::Data(n) => {
                     conn.held += n;

@@ -9,7 +9,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Instant;
 
-use crate::tls::{TlsStart, TlsStream};
+use crate::tls::{TlsIo, TlsStart};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -49,15 +49,16 @@ pub trait Runtime: Send + Sync + Debug + 'static {
     }
 
     /// Runs a TLS client handshake over `stream`, a TCP connection that just
-    /// connected, and returns the encrypted stream. Only called when the
-    /// client has a [TLS configuration](crate::Builder::tls); the driver
-    /// bounds it with the handshake timeout. The default refuses: a runtime
-    /// without TLS support cannot serve a TLS client.
+    /// connected, and returns the encrypted stream: with its handshake done,
+    /// or still handshaking when it may send early data (see [`TlsIo`]).
+    /// Only called when the client has a [TLS configuration](crate::Builder::tls);
+    /// the driver bounds the handshake with its timeout. The default refuses:
+    /// a runtime without TLS support cannot serve a TLS client.
     fn start_tls(
         &self,
         stream: Box<dyn AsyncStream>,
         tls: TlsStart,
-    ) -> BoxFuture<io::Result<TlsStream>> {
+    ) -> BoxFuture<io::Result<Box<dyn TlsIo>>> {
         drop((stream, tls));
         Box::pin(std::future::ready(Err(io::Error::new(
             io::ErrorKind::Unsupported,

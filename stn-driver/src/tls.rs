@@ -60,20 +60,52 @@ impl fmt::Debug for TlsStart {
     }
 }
 
-/// A completed client handshake: the encrypted stream and how it went.
-pub struct TlsStream {
-    /// Reads and writes plaintext; TLS underneath.
-    pub stream: Box<dyn AsyncStream>,
-    /// The handshake resumed an earlier session (TLS 1.3 PSK or a TLS 1.2
-    /// session ticket/id), skipping the certificate flight.
-    pub resumed: bool,
+/// A TLS client stream as the driver sees it: plaintext reads and writes
+/// ([`AsyncStream`]) and how its handshake stands.
+///
+/// [`Runtime::start_tls`](crate::Runtime::start_tls) returns one either
+/// with its handshake done or, when the session it resumes allows TLS 1.3
+/// early data (0-RTT) and the configuration enables it
+/// (`ClientConfig::enable_early_data`), still handshaking with
+/// [`TlsState::early_room`] set. Then the driver may write up to that many
+/// bytes at once (they go as early data) and drives the rest of the handshake
+/// with [`poll_flush`](AsyncStream::poll_flush): it returns ready once the
+/// handshake is done, with the early data resent if the server refused it
+/// (tokio-rustls and futures-rustls do both).
+pub trait TlsIo: AsyncStream {
+    /// How the handshake stands now.
+    fn tls_state(&mut self) -> TlsState;
 }
 
-impl fmt::Debug for TlsStream {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("TlsStream")
-            .field("resumed", &self.resumed)
-            .finish_non_exhaustive()
+/// How a client connection's TLS handshake stands ([`TlsIo::tls_state`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TlsState {
+    /// The handshake is still running.
+    pub handshaking: bool,
+    /// The server resumed an earlier session (TLS 1.3 PSK or a TLS 1.2
+    /// session ticket/id), skipping the certificate flight. Known once the
+    /// server's hello arrived.
+    pub resumed: bool,
+    /// While handshaking: how many more bytes may be written as early data.
+    /// `None` once the handshake is done or when the session allows none.
+    pub early_room: Option<usize>,
+    /// The server accepted the early data (known once the handshake is done).
+    pub early_accepted: bool,
+}
+
+impl TlsState {
+    /// How `conn`'s handshake stands (what a rustls-based [`TlsIo`] returns).
+    pub fn of(conn: &mut rustls::ClientConnection) -> Self {
+        let handshaking = conn.is_handshaking();
+        TlsState {
+            handshaking,
+            resumed: conn.handshake_kind() == Some(rustls::HandshakeKind::Resumed),
+            early_room: conn
+                .early_data()
+                .filter(|_| handshaking)
+                .map(|early| early.bytes_left()),
+            early_accepted: conn.is_early_data_accepted(),
+        }
     }
 }
 
@@ -92,6 +124,12 @@ pub struct TlsStats {
     pub handshake_time: Duration,
     /// The last completed handshake's duration.
     pub last_handshake: Option<Duration>,
+    /// Completed handshakes that sent early data (TLS 1.3 0-RTT: a request
+    /// of a task that allows it, on a resumed session that allows it).
+    pub early_data: u64,
+    /// Of those, how many the server accepted (a refused one was resent
+    /// after the handshake).
+    pub early_accepted: u64,
 }
 
 /// Why a TLS configuration could not be made.
@@ -176,7 +214,10 @@ pub fn roots_from_pem(pem: &[u8]) -> Result<RootCertStore, TlsConfigError> {
 
 /// A client configuration trusting `roots`, TLS 1.3 and 1.2 with ring,
 /// rustls' in-memory session cache (256 sessions; a reconnect to a server
-/// seen before resumes) and `alpn` offered in order (empty: no ALPN).
+/// seen before resumes), `alpn` offered in order (empty: no ALPN) and early
+/// data enabled: a resumed session whose server allows it may carry the
+/// request of a task that allows it ([`Task::early_data()`](stn_proto::Task::early_data))
+/// as TLS 1.3 0-RTT data; no other request is ever sent early.
 ///
 /// # Errors
 ///
@@ -188,6 +229,9 @@ pub fn client_config(roots: RootCertStore, alpn: &[&[u8]]) -> Result<ClientConfi
         .with_root_certificates(roots)
         .with_no_client_auth();
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    // Offers 0-RTT where a resumed session allows it; the engine writes
+    // early only the requests of tasks that allow it (`Task::early_data`).
+    config.enable_early_data = true;
     Ok(config)
 }
 
@@ -408,15 +452,16 @@ fn map_rustls(e: &rustls::Error, in_handshake: bool) -> TlsFailure {
 
 /// A handshake bounded by a timer: fails with `TimedOut` at the deadline.
 pub(crate) struct Handshake {
-    future: BoxFuture<io::Result<TlsStream>>,
-    timer: Pin<Box<dyn AsyncTimer>>,
+    future: BoxFuture<io::Result<Box<dyn TlsIo>>>,
+    /// The handshake timeout (it keeps running through early data).
+    pub(crate) timer: Pin<Box<dyn AsyncTimer>>,
     /// When the TCP connect completed (the handshake's start).
     pub(crate) started: Instant,
 }
 
 impl Handshake {
     pub(crate) fn new(
-        future: BoxFuture<io::Result<TlsStream>>,
+        future: BoxFuture<io::Result<Box<dyn TlsIo>>>,
         timer: Pin<Box<dyn AsyncTimer>>,
         started: Instant,
     ) -> Self {
@@ -429,7 +474,7 @@ impl Handshake {
 }
 
 impl Future for Handshake {
-    type Output = io::Result<TlsStream>;
+    type Output = io::Result<Box<dyn TlsIo>>;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         if let Poll::Ready(done) = self.future.as_mut().poll(cx) {

@@ -83,7 +83,7 @@ impl Runtime for TokioRuntime {
         &self,
         stream: Box<dyn AsyncStream>,
         tls: stn_driver::tls::TlsStart,
-    ) -> BoxFuture<io::Result<stn_driver::tls::TlsStream>> {
+    ) -> BoxFuture<io::Result<Box<dyn stn_driver::tls::TlsIo>>> {
         tls::start_tls(stream, tls)
     }
 

@@ -8,31 +8,36 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use rustls::HandshakeKind;
-use stn_driver::tls::{TlsStart, TlsStream};
+use stn_driver::tls::{TlsIo, TlsStart, TlsState};
 use stn_driver::{AsyncStream, BoxFuture};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
 use super::Stream;
 
-/// Runs tokio-rustls' client handshake on `stream`.
+/// Runs tokio-rustls' client handshake on `stream`. With early data
+/// enabled in the configuration and a session that allows it, it returns
+/// before the handshake is done (tokio-rustls' early-data mode; see
+/// [`TlsIo`]).
 pub(super) fn start_tls(
     stream: Box<dyn AsyncStream>,
     tls: TlsStart,
-) -> BoxFuture<io::Result<TlsStream>> {
+) -> BoxFuture<io::Result<Box<dyn TlsIo>>> {
     Box::pin(async move {
-        let connector = tokio_rustls::TlsConnector::from(tls.config);
+        let early = tls.config.enable_early_data;
+        let connector = tokio_rustls::TlsConnector::from(tls.config).early_data(early);
         let stream = connector.connect(tls.server_name, Tokio(stream)).await?;
-        let resumed = stream.get_ref().1.handshake_kind() == Some(HandshakeKind::Resumed);
-        Ok(TlsStream {
-            stream: Box::new(Stream(stream)),
-            resumed,
-        })
+        Ok(Box::new(Stream(stream)) as Box<dyn TlsIo>)
     })
 }
 
+impl TlsIo for Stream<tokio_rustls::client::TlsStream<Tokio>> {
+    fn tls_state(&mut self) -> TlsState {
+        TlsState::of(self.0.get_mut().1)
+    }
+}
+
 /// The driver's stream with tokio's I/O traits.
-struct Tokio(Box<dyn AsyncStream>);
+pub(super) struct Tokio(Box<dyn AsyncStream>);
 
 impl AsyncRead for Tokio {
     fn poll_read(
