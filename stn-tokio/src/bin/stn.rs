@@ -439,6 +439,7 @@ mod send {
             let (client, next, tx) = (client.clone(), next.clone(), tx.clone());
             // Bounded by MAX_BODY, so it fits a usize.
             let size = args.body_size as usize;
+            let early_data = args.tls.early_data;
             let (cgi, cmd_id, count, retry, timeout, file_body) = (
                 args.cgi.clone(),
                 args.cmd_id,
@@ -457,7 +458,9 @@ mod send {
                         Some(b) => b.clone(),
                         None => body(index, size).into(),
                     };
-                    let mut task = Task::new(cmd_id, cgi.clone(), body).channel(channel);
+                    let mut task = Task::new(cmd_id, cgi.clone(), body)
+                        .channel(channel)
+                        .early_data(early_data);
                     if let Some(r) = retry {
                         task = task.retry_count(r);
                     }
@@ -500,6 +503,7 @@ mod send {
             outcomes.push(o);
         }
         let total = started.elapsed();
+        let tls = client.snapshot().await.map(|s| s.tls);
         client.shutdown().await;
 
         outcomes.sort_by_key(|o| o.index);
@@ -541,6 +545,13 @@ mod send {
                 "attempts": attempts,
                 "total_ms": total.as_secs_f64() * 1e3,
                 "latency_ms": { "mean": mean, "p50": p50, "p95": p95, "p99": p99 },
+                "tls": tls.filter(|_| args.tls.tls).map(|t| serde_json::json!({
+                    "handshakes": t.handshakes,
+                    "resumed": t.resumed,
+                    "failed": t.failed,
+                    "early_data": t.early_data,
+                    "early_accepted": t.early_accepted,
+                })),
                 "tasks": tasks,
             });
             println!("{report}");
@@ -554,6 +565,12 @@ mod send {
                 fmt(p95),
                 fmt(p99),
             );
+            if let Some(t) = tls.filter(|_| args.tls.tls) {
+                println!(
+                    "tls: {} handshakes, {} resumed, {} failed, {} with early data ({} accepted)",
+                    t.handshakes, t.resumed, t.failed, t.early_data, t.early_accepted
+                );
+            }
         }
         Ok(successes == outcomes.len())
     }
@@ -598,6 +615,11 @@ mod tls_args {
         #[arg(long = "tls-name", value_name = "NAME", value_delimiter = ',',
               default_values_t = ["localhost".to_owned(), "127.0.0.1".to_owned()])]
         tls_names: Vec<String>,
+        /// Accept TLS 1.3 early data (0-RTT) on resumed sessions and answer
+        /// it before the handshake ends. Early data can be replayed: only for
+        /// servers whose requests are idempotent (the reference server's are).
+        #[arg(long)]
+        tls_early_data: bool,
     }
 
     impl ServeTls {
@@ -609,9 +631,12 @@ mod tls_args {
                     .with_context(|| format!("reading --tls-key {}", key.display()))?;
                 let config = tls::server_config(&cert_pem, &key_pem)
                     .with_context(|| format!("loading {} and {}", cert.display(), key.display()))?;
-                return Ok(Some(ServerTls::new(config)));
+                return Ok(Some(self.finish(config)));
             }
             if !self.tls_self_signed {
+                if self.tls_early_data {
+                    anyhow::bail!("--tls-early-data needs TLS: --tls-cert and --tls-key, or --tls-self-signed");
+                }
                 return Ok(None);
             }
             let made = SelfSigned::generate(&self.tls_names).context("--tls-self-signed")?;
@@ -620,7 +645,14 @@ mod tls_args {
                     .with_context(|| format!("writing --tls-ca-out {}", out.display()))?;
                 tracing::info!(ca = %out.display(), names = ?self.tls_names, "self-signed TLS certificate made; its CA written");
             }
-            Ok(Some(ServerTls::new(made.server_config()?)))
+            Ok(Some(self.finish(made.server_config()?)))
+        }
+
+        fn finish(&self, mut config: tls::TlsServerConfig) -> ServerTls {
+            if self.tls_early_data {
+                tls::enable_early_data(&mut config);
+            }
+            ServerTls::new(config)
         }
     }
 
@@ -629,13 +661,18 @@ mod tls_args {
     pub(crate) struct SendTls {
         /// Connect with TLS (both links).
         #[arg(long)]
-        tls: bool,
+        pub(crate) tls: bool,
         /// Trust this PEM CA certificate instead of the webpki roots.
         #[arg(long, value_name = "FILE", requires = "tls")]
         ca: Option<PathBuf>,
         /// The name to send (SNI) and verify; default: the IP of each --to.
         #[arg(long, value_name = "NAME", requires = "tls")]
         server_name: Option<String>,
+        /// Let every task's request go as TLS 1.3 early data (0-RTT) when a
+        /// new connection resumes a session whose server allows it. Early data
+        /// can be replayed: only for idempotent requests.
+        #[arg(long, requires = "tls")]
+        pub(crate) early_data: bool,
     }
 
     impl SendTls {

@@ -67,6 +67,7 @@ mod admission;
 mod budget;
 mod frames;
 // The server's fuzz target bodies: only under cargo-fuzz's `cfg(fuzzing)` and in tests.
+mod early_tls;
 #[cfg(any(fuzzing, test))]
 pub mod fuzzing;
 mod inbuf;
@@ -530,6 +531,10 @@ pub struct Stats {
     /// Connections closed because their TLS handshake failed or did not
     /// finish within [`ServerConfig::request_timeout`] (TLS servers only).
     pub tls_failures: u64,
+    /// TLS connections whose early data (0-RTT) the server accepted: a
+    /// request in it is read before the handshake ends (servers with
+    /// [`tls::enable_early_data`] only).
+    pub tls_early_data: u64,
     /// Bytes buffered now across all connections (read buffers, delayed
     /// replies, queued pushes, responses being written): what
     /// [`ServerConfig::buffer_budget`] bounds.
@@ -560,6 +565,7 @@ struct Counters {
     deadline_closes: AtomicU64,
     write_timeouts: AtomicU64,
     tls_failures: AtomicU64,
+    tls_early_data: AtomicU64,
 }
 
 fn bump(counter: &AtomicU64) {
@@ -590,6 +596,7 @@ impl Counters {
             deadline_closes: get(&self.deadline_closes),
             write_timeouts: get(&self.write_timeouts),
             tls_failures: get(&self.tls_failures),
+            tls_early_data: get(&self.tls_early_data),
             buffered_bytes: budget.used() as u64,
             peak_buffered_bytes: budget.peak() as u64,
         }
@@ -899,6 +906,9 @@ async fn accept_loop(
                             bump(&shared.counters.tls_failures);
                             return;
                         };
+                        if stream.early_accepted() {
+                            bump(&shared.counters.tls_early_data);
+                        }
                         match link {
                             Link::Long => {
                                 bump(&shared.counters.long_connections);

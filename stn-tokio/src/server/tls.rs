@@ -22,6 +22,8 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
+use super::early_tls::EarlyTls;
+pub use super::early_tls::{enable_early_data, MAX_EARLY_DATA};
 pub use rustls::ServerConfig as TlsServerConfig;
 
 /// A rustls server configuration in [`ServerConfig::tls`](super::ServerConfig::tls)
@@ -44,10 +46,13 @@ impl PartialEq for ServerTls {
 
 impl Eq for ServerTls {}
 
-/// One accepted connection: plain TCP, or TLS over it.
+/// One accepted connection: plain TCP, or TLS over it (tokio-rustls, or
+/// the hand-driven stream that reads early data when the configuration
+/// allows it).
 pub(super) enum ServerStream {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+    Early(Box<EarlyTls>),
 }
 
 impl ServerStream {
@@ -56,13 +61,19 @@ impl ServerStream {
         match self {
             ServerStream::Plain(s) => s,
             ServerStream::Tls(s) => s.get_ref().0,
+            ServerStream::Early(s) => s.tcp(),
         }
+    }
+
+    /// The client's early data (0-RTT) was accepted.
+    pub(super) fn early_accepted(&self) -> bool {
+        matches!(self, ServerStream::Early(s) if s.early_accepted())
     }
 
     /// True for a TLS stream: reads may be served from rustls' buffer
     /// without the socket being readable.
     pub(super) fn is_tls(&self) -> bool {
-        matches!(self, ServerStream::Tls(_))
+        !matches!(self, ServerStream::Plain(_))
     }
 }
 
@@ -75,6 +86,7 @@ impl AsyncRead for ServerStream {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_read(cx, buf),
             ServerStream::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
+            ServerStream::Early(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
         }
     }
 }
@@ -88,6 +100,7 @@ impl AsyncWrite for ServerStream {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_write(cx, buf),
             ServerStream::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
+            ServerStream::Early(s) => Pin::new(s.as_mut()).poll_write(cx, buf),
         }
     }
 
@@ -95,6 +108,7 @@ impl AsyncWrite for ServerStream {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_flush(cx),
             ServerStream::Tls(s) => Pin::new(s.as_mut()).poll_flush(cx),
+            ServerStream::Early(s) => Pin::new(s.as_mut()).poll_flush(cx),
         }
     }
 
@@ -102,6 +116,7 @@ impl AsyncWrite for ServerStream {
         match self.get_mut() {
             ServerStream::Plain(s) => Pin::new(s).poll_shutdown(cx),
             ServerStream::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
+            ServerStream::Early(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
 }
@@ -118,9 +133,19 @@ pub(super) async fn accept(
     let Some(config) = tls else {
         return Some(ServerStream::Plain(stream));
     };
-    let acceptor = tokio_rustls::TlsAcceptor::from(config.0.clone());
-    match tokio::time::timeout(timeout, acceptor.accept(stream)).await {
-        Ok(Ok(tls)) => Some(ServerStream::Tls(Box::new(tls))),
+    let accepted = if config.0.max_early_data_size > 0 {
+        let accept = EarlyTls::accept(stream, config.0.clone());
+        tokio::time::timeout(timeout, accept)
+            .await
+            .map(|done| done.map(|tls| ServerStream::Early(Box::new(tls))))
+    } else {
+        let accept = tokio_rustls::TlsAcceptor::from(config.0.clone()).accept(stream);
+        tokio::time::timeout(timeout, accept)
+            .await
+            .map(|done| done.map(|tls| ServerStream::Tls(Box::new(tls))))
+    };
+    match accepted {
+        Ok(Ok(stream)) => Some(stream),
         Ok(Err(err)) => {
             tracing::debug!(conn, %err, "TLS handshake failed");
             None
