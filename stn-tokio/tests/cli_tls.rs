@@ -29,13 +29,36 @@ fn serve_and_send_over_tls() {
     std::fs::create_dir_all(&dir).expect("temp dir");
     let ca = dir.join("ca.pem");
     let ca_arg = ca.to_str().expect("utf-8 path").to_owned();
-    let served = serve(&["--tls-self-signed", "--tls-ca-out", &ca_arg]);
+    let served = serve(&[
+        "--tls-self-signed",
+        "--tls-ca-out",
+        &ca_arg,
+        "--tls-early-data",
+    ]);
     let (long, short) = (served.long.to_string(), served.short.to_string());
     assert!(ca.exists(), "the CA is written before the server listens");
 
     let (ok, out) = send(&["--to", &short, "--tls", "--ca", &ca_arg, "--count", "3"]);
     assert!(ok, "{out}");
     assert!(out.contains("3/3 ok"), "{out}");
+    // A connection per task: the first pays the full handshake and brings
+    // two session tickets; the next two resume and send their request early.
+    let (ok, out) = send(&[
+        "--to",
+        &short,
+        "--tls",
+        "--ca",
+        &ca_arg,
+        "--early-data",
+        "--count",
+        "3",
+    ]);
+    assert!(ok, "{out}");
+    assert!(out.contains("3/3 ok"), "{out}");
+    assert!(
+        out.contains("tls: 3 handshakes, 2 resumed, 0 failed, 2 with early data (2 accepted)"),
+        "{out}"
+    );
     let (ok, out) = send(&[
         "--to",
         &long,

@@ -145,7 +145,25 @@ async fn handshake_fails<H: Harness>(
 /// handshake, the server saw no TLS failure.
 pub(crate) async fn happy_path<H: Harness>() {
     let cert = self_signed(&local_names());
-    let server = tls_server(&cert, ServerConfig::default());
+    let config = cert.server_config().expect("server config");
+    happy_path_on::<H>(&cert, config).await;
+}
+
+/// The happy path against a server that accepts early data: it drives
+/// rustls by hand (`server::early_tls`) instead of through tokio-rustls,
+/// on both links.
+pub(crate) async fn happy_path_early_data_server<H: Harness>() {
+    let cert = self_signed(&local_names());
+    let mut config = cert.server_config().expect("server config");
+    stn_tokio::server::tls::enable_early_data(&mut config);
+    happy_path_on::<H>(&cert, config).await;
+}
+
+async fn happy_path_on<H: Harness>(cert: &SelfSigned, config: rustls::ServerConfig) {
+    let server = ServerHost::start(ServerConfig {
+        tls: Some(ServerTls::new(config)),
+        ..ServerConfig::default()
+    });
     let client = tls_client::<H>(
         trusting(&cert.ca_pem),
         Some(server.short().port()),
@@ -229,6 +247,169 @@ pub(crate) async fn reconnect_resumes<H: Harness>() {
     assert!(snap.tls.handshakes >= 3, "{:?}", snap.tls);
     assert!(snap.tls.resumed >= 2, "reconnects resume: {:?}", snap.tls);
     client.shutdown().await;
+}
+
+/// A TLS reference server (short link only) whose sessions allow early
+/// data and that closes idle keep-alive connections quickly, so each task
+/// needs a new connection.
+fn early_data_server(cert: &SelfSigned) -> ServerHost {
+    let mut config = cert.server_config().expect("server config");
+    stn_tokio::server::tls::enable_early_data(&mut config);
+    ServerHost::start(ServerConfig {
+        tls: Some(ServerTls::new(config)),
+        long_addr: None,
+        idle_timeout: Duration::from_millis(50),
+        ..ServerConfig::default()
+    })
+}
+
+/// Sends `task` on a fresh connection (after the server closed the last
+/// one) and checks the echo; returns the task's last report.
+async fn fresh_echo<H: Harness>(
+    client: &Client<H::Rt>,
+    server: &ServerHost,
+    reports: &mut stn_driver::Events<stn_driver::proto::Report>,
+    task: Task,
+) -> stn_driver::proto::Report {
+    while server.stats().short_connections_open > 0 {
+        H::sleep(Duration::from_millis(10)).await;
+    }
+    let body = task.body.clone();
+    let reply = client.send(task).await.expect("answered");
+    assert_eq!(reply.body, body);
+    let mut last = None;
+    while let Some(report) = reports.try_next() {
+        last = Some(report);
+    }
+    last.expect("a report")
+}
+
+/// Until `server` has counted `n` requests served (it counts once a
+/// response is written, which the client may see first); then its stats.
+async fn served<H: Harness>(server: &ServerHost, n: u64) -> stn_tokio::Stats {
+    while server.stats().short_requests_served < n {
+        H::sleep(Duration::from_millis(5)).await;
+    }
+    server.stats()
+}
+
+/// TLS 1.3 0-RTT: once a session is resumable, the request of a task that
+/// allows early data goes in the handshake's first flight and the server
+/// reads it before the handshake ends; a task that does not allow it waits
+/// for the handshake as before.
+pub(crate) async fn early_data_on_resumption<H: Harness>() {
+    let cert = self_signed(&local_names());
+    let server = early_data_server(&cert);
+    let client = tls_client::<H>(
+        trusting(&cert.ca_pem),
+        Some(server.short().port()),
+        None,
+        |b| b,
+    );
+    let mut reports = client.reports();
+    // Kept alive until the server closes it idle: the connection lives past
+    // the client's Finished, after which the server sends the tickets the
+    // next connection resumes (one closed on its 0-RTT reply gets none).
+    let kept = |body: &str| short_task(body).header("Connection", "Keep-Alive");
+    let early = |body: &str| kept(body).early_data(true);
+    // The first connection has no session to resume: nothing goes early.
+    let first = fresh_echo::<H>(&client, &server, &mut reports, early("first")).await;
+    assert!(!first.early_data, "{first:?}");
+    for i in 0..3 {
+        let report =
+            fresh_echo::<H>(&client, &server, &mut reports, early(&format!("early {i}"))).await;
+        assert!(report.early_data, "resumed and allowed: {report:?}");
+        assert!(report.handshake_time.is_some(), "{report:?}");
+    }
+    // Not allowed: sent after the handshake even on a resumed session.
+    let late = fresh_echo::<H>(&client, &server, &mut reports, kept("not early")).await;
+    assert!(!late.early_data, "{late:?}");
+    let snap = client.snapshot().await.expect("driver running");
+    assert_eq!(snap.tls.early_data, 3, "{:?}", snap.tls);
+    assert_eq!(snap.tls.early_accepted, 3, "{:?}", snap.tls);
+    assert!(snap.tls.resumed >= 4, "{:?}", snap.tls);
+    let stats = served::<H>(&server, 5).await;
+    assert_eq!(stats.short_requests_served, 5, "each request served once");
+    // The server accepts early data on every resumption that offers it; the
+    // last task's connection offered it but sent none.
+    assert!(stats.tls_early_data >= 3, "{stats:?}");
+    assert_eq!(stats.tls_failures, 0);
+    client.shutdown().await;
+}
+
+/// Early data the server refuses (it cannot resume the session: another
+/// server issued the ticket) is sent again after the handshake: the
+/// request is answered once, nothing is lost.
+pub(crate) async fn refused_early_data_is_resent<H: Harness>() {
+    let cert = self_signed(&local_names());
+    let issuer = early_data_server(&cert);
+    let other = early_data_server(&cert);
+    // Two clients sharing one configuration share its session cache, and
+    // both servers are "127.0.0.1" to it.
+    let config = trusting(&cert.ca_pem);
+    let first = tls_client::<H>(config.clone(), Some(issuer.short().port()), None, |b| b);
+    let reply = first.send(short_task("ticket")).await.expect("answered");
+    assert_eq!(reply.body, "ticket");
+    first.shutdown().await;
+    let second = tls_client::<H>(config, Some(other.short().port()), None, |b| b);
+    let mut reports = second.reports();
+    let body = "x".repeat(3000);
+    let task = short_task(&body).early_data(true).retry_count(0);
+    let report = fresh_echo::<H>(&second, &other, &mut reports, task).await;
+    assert!(report.early_data, "sent early: {report:?}");
+    let snap = second.snapshot().await.expect("driver running");
+    assert_eq!(snap.tls.early_data, 1, "{:?}", snap.tls);
+    assert_eq!(snap.tls.early_accepted, 0, "refused: {:?}", snap.tls);
+    assert_eq!(snap.tls.resumed, 0, "{:?}", snap.tls);
+    let stats = served::<H>(&other, 1).await;
+    assert_eq!(stats.tls_early_data, 0, "{stats:?}");
+    assert_eq!(stats.short_requests_served, 1, "served once: {stats:?}");
+    second.shutdown().await;
+}
+
+/// A handshake that stalls after the request went early (a server that
+/// takes the ClientHello and its early data and never answers) is a failed
+/// connect with its typed cause, like any stalled handshake; nothing banned.
+pub(crate) async fn early_data_then_stalled_handshake<H: Harness>() {
+    let cert = self_signed(&local_names());
+    let issuer = early_data_server(&cert);
+    let config = trusting(&cert.ca_pem);
+    let first = tls_client::<H>(config.clone(), Some(issuer.short().port()), None, |b| b);
+    first.send(short_task("ticket")).await.expect("answered");
+    first.shutdown().await;
+    // Never accepted: the kernel completes the TCP handshake from the
+    // backlog and takes the first flight; nothing answers.
+    let silent = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    let second = tls_client::<H>(config, Some(port), None, |b| {
+        b.tls_handshake_timeout(Duration::from_millis(300))
+    });
+    let mut reports = second.reports();
+    let err = second
+        .send(short_task("early").early_data(true).retry_count(0))
+        .await
+        .expect_err("the handshake stalls");
+    assert_eq!(
+        connect_failure(&err),
+        Some(TlsFailure::HandshakeTimeout),
+        "{err}"
+    );
+    let mut last = None;
+    while let Some(report) = reports.try_next() {
+        last = Some(report);
+    }
+    let report = last.expect("a report");
+    assert!(report.early_data, "the request went early: {report:?}");
+    let snap = second.snapshot().await.expect("driver running");
+    assert_eq!(
+        (snap.tls.failed, snap.tls.early_data),
+        (1, 0),
+        "{:?}",
+        snap.tls
+    );
+    assert!(snap.endpoints.iter().all(|e| !e.banned), "{snap:?}");
+    second.shutdown().await;
+    drop(silent);
 }
 
 /// A client that trusts another CA: the attempt fails as an unknown issuer.
@@ -553,7 +734,9 @@ macro_rules! tls_suite {
         $crate::tls_suite!(@tests $h;
             happy_path, host_name_is_the_server_name, reconnect_resumes, wrong_ca, wrong_name,
             expired_certificate, plaintext_server, handshake_stalls, spki_pinning,
-            alert_mid_exchange, faults_over_tls);
+            alert_mid_exchange, faults_over_tls, early_data_on_resumption,
+            happy_path_early_data_server, early_data_then_stalled_handshake,
+            refused_early_data_is_resent);
     };
     (@tests $h:ty; $($name:ident),*) => {
         $(
