@@ -5,8 +5,8 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 
 use super::{
-    preflight, run, scenario, scenario_preflight, scenario_skip_message, skip_message, LabClient,
-    LabConfig, NetSpec,
+    preflight, run, scenario, scenario_preflight, scenario_skip_message, skip_message, zero_rtt,
+    LabClient, LabConfig, NetSpec,
 };
 
 /// Arguments of `stn lab`.
@@ -50,6 +50,14 @@ pub struct LabArgs {
     /// Root seed of a scenario run (as `stn-sim run --seed`).
     #[arg(long, value_name = "N", default_value_t = 1, requires = "scenario")]
     pub seed: u64,
+    /// Measure TLS 1.3 early data (0-RTT) on a real path through the link
+    /// emulator: plain, TLS and TLS with early data, --calls each
+    /// [default: 10]; the loss, outage and clients options do not apply.
+    #[arg(long, conflicts_with = "scenario")]
+    pub zero_rtt: bool,
+    /// The --zero-rtt path's round trip in ms.
+    #[arg(long, value_name = "MS", default_value_t = 200, requires = "zero_rtt", value_parser = clap::value_parser!(u64).range(1..=5000))]
+    pub rtt_ms: u64,
 }
 
 /// Splits a comma-separated list; `none` or an empty string is empty.
@@ -102,6 +110,20 @@ impl LabArgs {
             ..NetSpec::default()
         };
         Ok(Some((s, c)))
+    }
+
+    /// The `--zero-rtt` configuration, when it is asked for.
+    pub fn zero_rtt_config(&self) -> Option<zero_rtt::ZeroRttConfig> {
+        self.zero_rtt.then(|| zero_rtt::ZeroRttConfig {
+            net: NetSpec {
+                prefix: self.prefix.clone(),
+                ..NetSpec::default()
+            },
+            rtt: Duration::from_millis(self.rtt_ms),
+            calls: self.calls.unwrap_or(10),
+            call_cap: Duration::from_secs(self.call_cap_secs.max(1)),
+            ..zero_rtt::ZeroRttConfig::default()
+        })
     }
 
     /// The lab configuration these arguments ask for.
@@ -166,6 +188,17 @@ impl LabArgs {
 #[allow(clippy::print_stdout, clippy::print_stderr)]
 pub async fn run_cli(args: LabArgs) -> anyhow::Result<()> {
     let config = args.config()?;
+    if let Some(c) = args.zero_rtt_config() {
+        if let Err(why) = scenario_preflight() {
+            println!("{}", scenario_skip_message(&why));
+            return Ok(());
+        }
+        let report = until_ctrl_c(zero_rtt::run(&c))
+            .await
+            .context("zero-RTT lab")?;
+        print_report(args.json, || report.to_json(), || report.markdown());
+        return Ok(());
+    }
     if let Some((s, c)) = args.scenario_config()? {
         if let Err(why) = scenario_preflight() {
             println!("{}", scenario_skip_message(&why));

@@ -57,6 +57,7 @@ mod netns;
 mod nft;
 mod report;
 pub mod scenario;
+pub mod zero_rtt;
 
 use std::fmt;
 use std::net::{Ipv4Addr, SocketAddr};
@@ -391,6 +392,20 @@ impl LabHosts {
     /// [`ServerConfig::response_size`]), then waits until a client connect
     /// reaches it.
     async fn start(names: &Names, port: u16, response_size: Option<usize>) -> anyhow::Result<Self> {
+        Self::start_with(
+            names,
+            ServerConfig {
+                response_size,
+                ..ServerConfig::default()
+            },
+            port,
+        )
+        .await
+    }
+
+    /// [`start`](Self::start) with the server's configuration (its short
+    /// link on `port` of the server namespace, no long link).
+    async fn start_with(names: &Names, config: ServerConfig, port: u16) -> anyhow::Result<Self> {
         let srv_rt = NsRuntime::start(&names.srv_ns)?;
         let cli_rt = NsRuntime::start(&names.cli_ns)?;
         let server_addr = SocketAddr::new(names.server_ip.into(), port);
@@ -399,8 +414,7 @@ impl LabHosts {
             .spawn(Server::start(ServerConfig {
                 long_addr: None,
                 short_addr: Some(server_addr),
-                response_size,
-                ..ServerConfig::default()
+                ..config
             }))
             .await?
             .context("starting the reference server in the server namespace")?;
