@@ -209,6 +209,8 @@ impl SimClient for FreshConnClient {
                 call.deadline = cx.now() + self.cfg.read_timeout;
                 cx.set_wakeup(Some(call.deadline));
             }
+            // This client writes once connected; it sends no early data.
+            SocketEvent::EarlyData { .. } => {}
             // TLS: TCP is up and the handshake runs under the read timeout
             // (OkHttp sets the socket's read timeout before the handshake).
             SocketEvent::TcpConnected => {

@@ -515,6 +515,7 @@ impl Scenario {
             candidates: Vec::new(),
             keep_alive_server: self.keep_alive_server,
             tls: false,
+            early_data: false,
             seed: self.seed,
             run: 0,
         }

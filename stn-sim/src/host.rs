@@ -292,7 +292,7 @@ impl ServerHost {
                     }
                 }
                 // Server sockets are plain TCP (TLS runs in the app).
-                SocketEvent::TcpConnected => {}
+                SocketEvent::TcpConnected | SocketEvent::EarlyData { .. } => {}
                 SocketEvent::Reset | SocketEvent::TimedOut | SocketEvent::ConnectFailed(_) => {
                     if let Some(app) = app {
                         app.on_reset(now, id);

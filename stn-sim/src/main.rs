@@ -8,8 +8,9 @@
 //! ```
 //!
 //! - `bench` runs the benchmark suites of `docs/stn-benchmark.md`
-//!   (all of them unless `--suite` picks some), writes `report.md` (every
-//!   published-style table), `report.json` and SVG charts into `--out`
+//!   (all of them unless `--suite` picks some; the opt-in suite
+//!   `tls_idempotent`, TLS 0-RTT for idempotent calls, only when
+//!   picked), writes `report.md` (every published-style table), `report.json` and SVG charts into `--out`
 //!   (default `target/stn-bench/`, cleared of the previous run's files
 //!   first, so it holds one run), and prints a short summary on stdout:
 //!   the headline table, targets and gates met and missed, where the
@@ -85,7 +86,8 @@ struct BenchArgs {
     /// Root seed; every run's seed derives from it.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     seed: u64,
-    /// Run only this suite (repeatable). Default: all of them.
+    /// Run only this suite (repeatable). Default: all of them but the
+    /// opt-in ones (`tls_idempotent`).
     #[arg(long = "suite", value_name = "NAME", value_parser = parse_suite)]
     suites: Vec<Suite>,
     /// Leave out `stn-tuned` (stn with overridden constants, labelled).
@@ -145,7 +147,11 @@ struct TraceArgs {
 
 fn parse_suite(s: &str) -> Result<Suite, String> {
     Suite::from_name(s).ok_or_else(|| {
-        let names: Vec<&str> = Suite::ALL.iter().map(|s| s.name()).collect();
+        let names: Vec<&str> = Suite::ALL
+            .iter()
+            .chain(&Suite::OPT_IN)
+            .map(|s| s.name())
+            .collect();
         format!("unknown suite {s:?}; use one of: {}", names.join(", "))
     })
 }
@@ -319,8 +325,17 @@ fn matrix_gate(a: &BenchArgs, runs: &[RunRecord], command: &str) -> Result<(), S
             tls.iter().filter(|v| !v.met()).count()
         );
     }
+    let idempotent = stn_sim::bench::tls_suite::idempotent_verdicts(runs);
+    if !idempotent.is_empty() {
+        eprintln!(
+            "tls_idempotent gate: {} cells, {} misses",
+            idempotent.len(),
+            idempotent.iter().filter(|v| !v.met()).count()
+        );
+    }
     let matrix_cells = verdicts.len();
     verdicts.extend(tls);
+    verdicts.extend(idempotent);
     let misses = verdicts[..matrix_cells].iter().filter(|v| !v.met()).count();
     if matrix_cells > 0 {
         eprintln!("matrix gate: {matrix_cells} cells, {misses} misses");
@@ -409,6 +424,7 @@ fn trace(a: TraceArgs) -> Result<(), String> {
             .or_else(|| {
                 stn_sim::bench::tls_suite::cells(a.quick)
                     .into_iter()
+                    .chain(stn_sim::bench::tls_suite::idempotent_cells(a.quick))
                     .find(|c| c.key() == *key)
             })
             .ok_or_else(|| {

@@ -147,7 +147,7 @@ pub fn charts(runs: &[RunRecord]) -> Vec<(String, chart::LineChart)> {
                         }
                     }
                 }
-                "request_size" | "response_size" | "matrix" | "tls" => {}
+                "request_size" | "response_size" | "matrix" | "tls" | "tls_idempotent" => {}
                 _ => {
                     if let Some(c) = chart::loss_chart(runs, suite, platform) {
                         out.push((format!("{}.svg", file_stem(&[suite, platform])), c));

@@ -651,6 +651,7 @@ impl Scenario {
             candidates: self.workload.candidates.clone(),
             keep_alive_server: self.workload.keep_alive_server,
             tls: false,
+            early_data: false,
             seed: run_seed(seed, &self.name, run),
             run,
         }

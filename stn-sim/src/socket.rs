@@ -18,6 +18,15 @@ pub enum SocketEvent {
     /// TLS sockets only ([`crate::tls`]): the TCP handshake completed and
     /// the TLS handshake starts; `Connected` or `ConnectFailed` follows.
     TcpConnected,
+    /// TLS sockets only, right after `TcpConnected`: the handshake resumes
+    /// with a ticket that allows early data and the client enables it, so up
+    /// to `max` bytes written before `Connected` go at once as early data
+    /// (RFC 8446 §2.3); should the server reject them, the socket sends them
+    /// again once the handshake completes.
+    EarlyData {
+        /// `max_early_data_size` of the ticket.
+        max: u32,
+    },
     /// The connection attempt failed: `Refused` (RST answered the SYN) or
     /// `TimedOut` (the OS SYN schedule gave up).
     ConnectFailed(ConnectError),
@@ -39,6 +48,7 @@ impl SocketEvent {
         match self {
             SocketEvent::Connected => "connected",
             SocketEvent::TcpConnected => "tcp-connected",
+            SocketEvent::EarlyData { .. } => "early-data",
             SocketEvent::ConnectFailed(_) => "connect-failed",
             SocketEvent::Data(_) => "data",
             SocketEvent::Closed => "closed",
@@ -75,6 +85,10 @@ impl SocketEvent {
             SocketEvent::Reset => h.write_u8(5),
             SocketEvent::TimedOut => h.write_u8(6),
             SocketEvent::TcpConnected => h.write_u8(7),
+            SocketEvent::EarlyData { max } => {
+                h.write_u8(8);
+                h.write(&max.to_le_bytes());
+            }
         }
     }
 }

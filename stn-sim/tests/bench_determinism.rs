@@ -22,6 +22,7 @@ fn spec(seed: u64, path: PathSchedule) -> RunSpec {
         candidates: Vec::new(),
         keep_alive_server: false,
         tls: false,
+        early_data: false,
         seed,
         run: 0,
     }

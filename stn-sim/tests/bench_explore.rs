@@ -27,6 +27,7 @@ fn spec(path: PathSchedule, seed: u64) -> RunSpec {
         candidates: Vec::new(),
         keep_alive_server: false,
         tls: false,
+        early_data: false,
         seed,
         run: 0,
     }

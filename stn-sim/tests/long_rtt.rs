@@ -37,6 +37,7 @@ fn spec(seed: u64, retry_count: Option<u8>, keep_alive_server: bool) -> RunSpec 
         candidates: Vec::new(),
         keep_alive_server,
         tls: false,
+        early_data: false,
         seed,
         run: 0,
     }

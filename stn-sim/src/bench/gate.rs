@@ -248,8 +248,12 @@ pub fn misses(records: &[RunRecord]) -> Vec<GateMiss> {
     let tls = crate::bench::tls_suite::verdicts(records)
         .into_iter()
         .map(|v| ("tls", v));
+    let idempotent = crate::bench::tls_suite::idempotent_verdicts(records)
+        .into_iter()
+        .map(|v| ("tls_idempotent", v));
     matrix
         .chain(tls)
+        .chain(idempotent)
         .filter(|(_, v)| !v.met())
         .map(|(suite, v)| GateMiss {
             suite: suite.to_owned(),

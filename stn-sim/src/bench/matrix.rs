@@ -232,6 +232,13 @@ pub struct Cell {
     pub suite: crate::bench::Suite,
     /// Every connection runs TLS 1.3 ([`crate::tls`]).
     pub tls: bool,
+    /// The calls are idempotent: servers enable TLS early data and engine
+    /// tasks allow it ([`RunSpec::early_data`]).
+    pub early_data: bool,
+    /// The scenario name, in suite `tls`, whose seeds this cell draws
+    /// (`None`: its own): the early-data variant runs on the networks of
+    /// its `tls` twin, so the two differ by early data alone.
+    pub twin: Option<String>,
 }
 
 /// Length of the single outage of design cell `i`: walks 0.1 … 20.0 s.
@@ -334,6 +341,8 @@ fn design_cell(i: usize, row: Vec<usize>, quick: bool) -> Cell {
         calls: Some(design_calls(quick)),
         suite: crate::bench::Suite::Matrix,
         tls: false,
+        early_data: false,
+        twin: None,
     }
 }
 
@@ -356,6 +365,8 @@ pub fn sweep_cells() -> Vec<Cell> {
                 calls: None,
                 suite: crate::bench::Suite::Matrix,
                 tls: false,
+                early_data: false,
+                twin: None,
             });
         }
     }
@@ -395,6 +406,10 @@ impl Cell {
     /// The run description of `client` in seed `run` (root `seed`).
     pub fn spec(&self, client: &ClientKind, seed: u64, run: u32) -> RunSpec {
         let engine = matches!(client, ClientKind::Engine(_));
+        let (seed_suite, seed_name) = match &self.twin {
+            Some(name) => (crate::bench::Suite::Tls, name.as_str()),
+            None => (self.suite, self.name.as_str()),
+        };
         RunSpec {
             suite: self.suite.name().to_owned(),
             scenario: self.name.clone(),
@@ -407,10 +422,11 @@ impl Cell {
             candidates: self.candidates.clone(),
             keep_alive_server: self.link != LinkKind::Fresh,
             tls: self.tls,
+            early_data: self.early_data,
             seed: crate::bench::suite::run_seed(
                 seed,
-                self.suite,
-                &format!("{} {}", self.platform.name(), self.name),
+                seed_suite,
+                &format!("{} {}", self.platform.name(), seed_name),
                 run,
             ),
             run,

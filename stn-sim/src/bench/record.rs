@@ -105,6 +105,11 @@ pub struct RunRecord {
     /// overrides, why a run is unusual.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// Requests sent as TLS early data (0-RTT; attempts whose engine report
+    /// says `early_data`), for engine clients in runs whose calls are
+    /// idempotent (suite `tls_idempotent`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub early_sends: Option<u64>,
 }
 
 #[cfg(test)]
@@ -134,6 +139,7 @@ mod tests {
             syns: None,
             sim_s: None,
             note: None,
+            early_sends: None,
         });
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["schema"], "stn-bench/1");

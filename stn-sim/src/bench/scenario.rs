@@ -219,6 +219,11 @@ pub struct RunSpec {
     /// [`crate::tls::TlsServer`], every client with its stack's TLS
     /// ([`tls_config`]).
     pub tls: bool,
+    /// The calls are idempotent (with `tls`): the TLS servers enable early
+    /// data ([`TlsServer::with_early_data`]) and engine tasks allow it
+    /// (`Task::early_data`); whether a client sends early is its own
+    /// choice.
+    pub early_data: bool,
     /// Root seed of the run.
     pub seed: u64,
     /// Run index (record field).
@@ -259,8 +264,12 @@ pub const TLS_SERVER_NAME: &str = "hello.mars.example";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum TlsOf {
     /// An engine client: stn's driver (resumption, 5 s handshake timeout),
-    /// whatever the profile.
-    Engine,
+    /// whatever the profile; `early_data`: the driver offers early data
+    /// ([`engine_offers_early_data`]).
+    Engine {
+        /// Offer early data when a ticket allows it.
+        early_data: bool,
+    },
     /// A peer model: resumption; the handshake under the peer's own timers.
     Peer,
 }
@@ -268,8 +277,28 @@ pub enum TlsOf {
 /// The TLS configuration of a client run as `of`.
 pub fn tls_config(of: TlsOf) -> TlsClientConfig {
     match of {
-        TlsOf::Engine => TlsClientConfig::stn(TLS_SERVER_NAME),
+        TlsOf::Engine { early_data } => {
+            let mut c = TlsClientConfig::stn(TLS_SERVER_NAME);
+            c.early_data = early_data;
+            c
+        }
         TlsOf::Peer => TlsClientConfig::peer(TLS_SERVER_NAME),
+    }
+}
+
+/// Whether the driver of `client` offers TLS early data: its tasks allow
+/// it (the calls are idempotent) and its profile sends early data (stn's
+/// `engine.early_data`; the Mars profiles send none, so their driver offers
+/// none and their handshakes stay those of early data off).
+pub fn engine_offers_early_data(client: &StnClient) -> bool {
+    let cfg = client.config();
+    cfg.early_data && cfg.engine.profile() == Profile::Stn
+}
+
+/// The TLS side of an engine client.
+fn engine_tls(client: &StnClient) -> TlsOf {
+    TlsOf::Engine {
+        early_data: engine_offers_early_data(client),
     }
 }
 
@@ -293,11 +322,14 @@ fn simulation<C: SimClient>(spec: &RunSpec, keep_events: bool) -> Simulation<C> 
     let mut sim = Simulation::new(spec.seed);
     sim.keep_trace_events(keep_events);
     sim.add_host(SERVER.ip(), spec.path.clone());
-    for (addr, app) in server_apps(spec) {
-        let app: Box<dyn ServerApp> = if spec.tls {
-            Box::new(TlsServer::new(app))
-        } else {
-            app
+    for (i, (addr, app)) in server_apps(spec).into_iter().enumerate() {
+        let app: Box<dyn ServerApp> = match (spec.tls, spec.early_data) {
+            (true, false) => Box::new(TlsServer::new(app)),
+            (true, true) => {
+                let id = u32::try_from(i + 1).unwrap_or(u32::MAX);
+                Box::new(TlsServer::new(app).with_early_data(id))
+            }
+            (false, _) => app,
         };
         sim.set_port(addr, PortMode::Listen(app)).ok();
     }
@@ -381,10 +413,19 @@ pub fn engine_client(variant: &EngineVariant, platform: Platform, spec: &RunSpec
     // Against a keep-alive server the app asks for keep-alive (Mars's socket
     // pool); the published harness's server closed every connection.
     cfg.keep_alive = spec.keep_alive_server;
+    cfg.early_data = spec.early_data;
     if *variant == EngineVariant::StnTuned {
         stn_tuned_config(&mut cfg.engine);
     }
-    StnClient::new(cfg)
+    let early = cfg.early_data;
+    let client = StnClient::new(cfg);
+    // The attempt reports say which requests went early (the records'
+    // `early_sends`).
+    if early {
+        client.keep_reports()
+    } else {
+        client
+    }
 }
 
 /// The peer client of `kind` on `platform` for `spec` (any kind that is
@@ -455,6 +496,7 @@ fn base_record(spec: &RunSpec, platform: Platform, client: &str) -> RunRecord {
         syns: None,
         sim_s: None,
         note: None,
+        early_sends: None,
     }
 }
 
@@ -642,28 +684,32 @@ pub fn run_engine_sequential(
 ) -> (RunResult, Vec<stn_proto::Report>) {
     let rec = base_record(spec, platform, &client.config().name.clone());
     let stack = client.stack();
+    let tls = engine_tls(&client);
     let workload = SequentialWorkload::new(client, sequential_config(spec, successes));
     let ((calls, violations, reports), sim_s, hash) =
-        run_workload(spec, workload, (stack, TlsOf::Engine), HORIZON, |w| {
+        run_workload(spec, workload, (stack, tls), HORIZON, |w| {
             (
                 w.records().to_vec(),
                 w.client().violations().to_vec(),
                 w.client().reports().to_vec(),
             )
         });
-    (
-        sequential_result(rec, calls, violations, sim_s, hash, successes),
-        reports,
-    )
+    let mut res = sequential_result(rec, calls, violations, sim_s, hash, successes);
+    if spec.early_data {
+        let early = reports.iter().filter(|r| r.early_data).count();
+        res.record.early_sends = Some(early as u64);
+    }
+    (res, reports)
 }
 
 /// [`run_single`] for an engine client built by the caller.
 pub fn run_engine_single(client: StnClient, platform: Platform, spec: &RunSpec) -> RunResult {
     let rec = base_record(spec, platform, &client.config().name.clone());
     let stack = client.stack();
+    let tls = engine_tls(&client);
     let workload = SingleShot::new(client, spec.request_len);
     let ((call, violations), sim_s, hash) =
-        run_workload(spec, workload, (stack, TlsOf::Engine), SINGLE_LIMIT, |w| {
+        run_workload(spec, workload, (stack, tls), SINGLE_LIMIT, |w| {
             (w.record().copied(), w.client().violations().to_vec())
         });
     single_result(rec, call, violations, sim_s, hash, SINGLE_LIMIT)
@@ -737,7 +783,8 @@ pub fn run_traced(
         ClientKind::Engine(v) => {
             let c = engine_client(v, platform, spec);
             let stack = c.stack();
-            (Box::new(c), stack, TlsOf::Engine)
+            let tls = engine_tls(&c);
+            (Box::new(c), stack, tls)
         }
         ClientKind::Oracle => {
             return Err(

@@ -63,6 +63,9 @@ pub struct StnClientConfig {
     /// reuses short-link connections (how stn is meant to be used against a
     /// keep-alive server; the published harness sent none).
     pub keep_alive: bool,
+    /// Every task allows TLS early data (`Task::early_data`: the calls are
+    /// idempotent); the profile decides whether the engine sends any.
+    pub early_data: bool,
 }
 
 impl StnClientConfig {
@@ -105,6 +108,7 @@ impl StnClientConfig {
             cmd_id: 8,
             stack,
             keep_alive: false,
+            early_data: false,
         }
     }
 }
@@ -449,6 +453,9 @@ impl CallClient for StnClient {
         if self.cfg.keep_alive {
             task = task.header("Connection", "Keep-Alive");
         }
+        if self.cfg.early_data {
+            task = task.early_data(true);
+        }
         let connects = self.connects;
         match self.engine_mut(now).submit(now, task) {
             Ok(tid) => {
@@ -493,6 +500,9 @@ impl CallClient for StnClient {
                     ConnEvent::Connected
                 }
             }
+            // The engine decides what goes early (`Task::early_data`, stn's
+            // `engine.early_data`).
+            SocketEvent::EarlyData { max } => ConnEvent::EarlyData { max },
             SocketEvent::ConnectFailed(e) => {
                 self.forget(cx, conn);
                 ConnEvent::ConnectFailed(e)

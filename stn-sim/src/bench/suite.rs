@@ -47,6 +47,11 @@ pub enum Suite {
     /// connection ([`crate::bench::tls_suite`]), gated per cell like the
     /// matrix.
     Tls,
+    /// Opt-in (not in [`Suite::ALL`], so not in a default run): the `tls`
+    /// suite's fresh-connection loss cells with idempotent calls: servers
+    /// enable early data and every task allows it, so a client that sends
+    /// early data may (stn's profile does; [`crate::bench::tls_suite`]).
+    TlsIdempotent,
 }
 
 impl Suite {
@@ -63,6 +68,9 @@ impl Suite {
         Suite::Tls,
     ];
 
+    /// Suites a default run leaves out; `--suite NAME` runs them.
+    pub const OPT_IN: [Suite; 1] = [Suite::TlsIdempotent];
+
     /// The suite's name in records and on the command line.
     pub fn name(self) -> &'static str {
         match self {
@@ -75,12 +83,16 @@ impl Suite {
             Suite::Recommended => "recommended",
             Suite::Matrix => "matrix",
             Suite::Tls => "tls",
+            Suite::TlsIdempotent => "tls_idempotent",
         }
     }
 
-    /// The suite called `name`.
+    /// The suite called `name` (a default one or an opt-in one).
     pub fn from_name(name: &str) -> Option<Suite> {
-        Suite::ALL.into_iter().find(|s| s.name() == name)
+        Suite::ALL
+            .into_iter()
+            .chain(Suite::OPT_IN)
+            .find(|s| s.name() == name)
     }
 
     /// Whether the published benchmark had this suite.
@@ -223,6 +235,7 @@ fn spec(suite: Suite, scenario: &str, path: PathSchedule, seed: u64, run: u32) -
         candidates: Vec::new(),
         keep_alive_server: false,
         tls: false,
+        early_data: false,
         seed: run_seed(seed, suite, scenario, run),
         run,
     }
@@ -372,6 +385,11 @@ pub fn run_suite(suite: Suite, opts: &BenchOptions) -> Vec<RunRecord> {
         }
         Suite::Tls => {
             for cell in crate::bench::tls_suite::cells(opts.quick) {
+                cell.run(opts.seed, |r| opts.emit(&r, &mut out));
+            }
+        }
+        Suite::TlsIdempotent => {
+            for cell in crate::bench::tls_suite::idempotent_cells(opts.quick) {
                 cell.run(opts.seed, |r| opts.emit(&r, &mut out));
             }
         }

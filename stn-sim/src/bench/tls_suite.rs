@@ -17,6 +17,14 @@
 //! peer as benchmarked and as recommended, and the oracle (whose first
 //! call pays the full handshake, as every client's does), over
 //! [`crate::bench::matrix::SEEDS`] seeds.
+//!
+//! Suite `tls_idempotent` (opt-in: `--suite tls_idempotent`, not in a
+//! default run) is [`idempotent_cells`]: the fresh-connection loss cells
+//! again (`tls-idempotent loss-P% fresh`) with calls that are idempotent:
+//! the servers enable early data and every task allows it, so a client
+//! that sends early data (stn's profile; not the Mars profiles, not the
+//! peers) sends each resumed call's request with its ClientHello. Each cell
+//! runs on its `tls` twin's seeds, so the two differ by early data alone.
 
 use std::fmt::Write as _;
 
@@ -68,6 +76,8 @@ fn cell(name: String, path: PathSchedule, platform: crate::bench::scenario::Plat
         calls: None,
         suite: Suite::Tls,
         tls: true,
+        early_data: false,
+        twin: None,
     }
 }
 
@@ -127,6 +137,31 @@ pub fn verdicts(records: &[RunRecord]) -> Vec<CellVerdict> {
     verdicts_in(records, Suite::Tls, &cells(false))
 }
 
+/// Suite `tls_idempotent`: the fresh-connection loss cells with
+/// idempotent calls (servers enable early data, tasks allow it), each on
+/// the seeds of its `tls` twin. The keep-alive and long-link cells are
+/// left out (a reused connection and the long link never send early), and
+/// so are the sensitivity cells (their one call has no ticket to resume).
+pub fn idempotent_cells(quick: bool) -> Vec<Cell> {
+    loss_cells(quick)
+        .into_iter()
+        .filter(|c| c.link == LinkKind::Fresh)
+        .map(|mut c| {
+            let twin = c.name.clone();
+            c.name = twin.replacen("tls ", "tls-idempotent ", 1);
+            c.suite = Suite::TlsIdempotent;
+            c.early_data = true;
+            c.twin = Some(twin);
+            c
+        })
+        .collect()
+}
+
+/// The verdicts on every `tls_idempotent` cell that has records.
+pub fn idempotent_verdicts(records: &[RunRecord]) -> Vec<CellVerdict> {
+    verdicts_in(records, Suite::TlsIdempotent, &idempotent_cells(false))
+}
+
 /// A missed cell's line: the evidence from the runs (where stn's time and
 /// failures went against the best other client), the traced cause
 /// ([`crate::bench::gate::REASONS`]) and the command that replays stn's run
@@ -153,13 +188,35 @@ fn table(out: &mut String, title: &str, verdicts: &[&CellVerdict]) {
     out.push('\n');
 }
 
+/// Every miss with its one-line reason, if any.
+fn misses_section(out: &mut String, misses: &[&CellVerdict]) {
+    if misses.is_empty() {
+        return;
+    }
+    out.push_str("### Misses\n\n");
+    for v in misses {
+        let _ = writeln!(out, "{}", miss_line(v, &reason(v)));
+    }
+    out.push('\n');
+}
+
+/// Verdicts on the cells `verdicts_of` picks from `records`, and the
+/// fewest seeds any of them had.
+fn gated(
+    records: &[&RunRecord],
+    verdicts_of: fn(&[RunRecord]) -> Vec<CellVerdict>,
+) -> (Vec<CellVerdict>, usize) {
+    let owned: Vec<RunRecord> = records.iter().map(|r| (*r).clone()).collect();
+    let all = verdicts_of(&owned);
+    let seeds = all.iter().map(|v| v.stn.seeds).min().unwrap_or(0);
+    (all, seeds)
+}
+
 /// The `tls` section of the report: the gate's counts, every cell with its
 /// ratio, and every miss with its one-line reason.
 pub fn tables(records: &[&RunRecord]) -> String {
-    let owned: Vec<RunRecord> = records.iter().map(|r| (*r).clone()).collect();
-    let all = verdicts(&owned);
+    let (all, seeds) = gated(records, verdicts);
     let misses: Vec<&CellVerdict> = all.iter().filter(|v| !v.met()).collect();
-    let seeds = all.iter().map(|v| v.stn.seeds).min().unwrap_or(0);
     let mut out = format!(
         "TLS 1.3 on every connection (full handshake with a {} B certificate flight, \
          resumption with tickets per server name; `docs/sim-tls.md`). \
@@ -184,13 +241,52 @@ pub fn tables(records: &[&RunRecord]) -> String {
         "tls-sensitivity: one call through an outage of R s from t = 0",
         &sens,
     );
-    if !misses.is_empty() {
-        out.push_str("### Misses\n\n");
-        for v in &misses {
-            let _ = writeln!(out, "{}", miss_line(v, &reason(v)));
+    misses_section(&mut out, &misses);
+    out
+}
+
+/// The `tls_idempotent` section: the gate per cell as in the `tls`
+/// section, then how many requests each engine client sent early.
+pub fn idempotent_tables(records: &[&RunRecord]) -> String {
+    let (all, seeds) = gated(records, idempotent_verdicts);
+    let misses: Vec<&CellVerdict> = all.iter().filter(|v| !v.met()).collect();
+    let mut out = format!(
+        "The `tls` suite's fresh-connection loss cells with idempotent calls: servers enable \
+         TLS early data (tickets allow {} B), every task allows it; stn's profile sends a \
+         resumed call's request with its ClientHello, the Mars profiles and the peers send \
+         none (`docs/sim-tls.md`). Each cell runs on its `tls` twin's seeds. \
+         Gate per cell over {seeds} seeds as in suite `tls`. **{} cells, {} misses.**\n\n",
+        crate::tls::MAX_EARLY_DATA,
+        all.len(),
+        misses.len()
+    );
+    let rows: Vec<&CellVerdict> = all.iter().collect();
+    table(
+        &mut out,
+        "tls-idempotent: sequential calls at retry 0, a fresh connection each",
+        &rows,
+    );
+    out.push_str("### Requests sent as early data (all seeds)\n\n");
+    out.push_str("| tcp | cell | client | early / calls |\n|---|---|---|---|\n");
+    for v in &all {
+        for client in ["stn", "mars-2017", "mars"] {
+            let mine = records.iter().filter(|r| {
+                r.platform == v.platform && r.scenario == v.scenario && r.client == client
+            });
+            let (early, calls) = mine.fold((0, 0), |(e, c), r| {
+                (e + r.early_sends.unwrap_or(0), c + r.attempts)
+            });
+            if calls > 0 {
+                let _ = writeln!(
+                    out,
+                    "| {} | {} | {client} | {early} / {calls} |",
+                    v.platform, v.scenario
+                );
+            }
         }
-        out.push('\n');
     }
+    out.push('\n');
+    misses_section(&mut out, &misses);
     out
 }
 
@@ -212,5 +308,30 @@ mod tests {
         assert!(spec.tls);
         assert_eq!(spec.suite, "tls");
         assert_eq!(cells[0].rtt, Duration::from_millis(60));
+    }
+
+    #[test]
+    fn the_idempotent_cells_are_the_fresh_loss_cells_on_their_twins_seeds() {
+        let idem = idempotent_cells(true);
+        assert_eq!(idem.len(), LOSS_PCT.len() * PLATFORMS.len());
+        for c in &idem {
+            assert!(c.early_data && c.tls && c.suite == Suite::TlsIdempotent);
+            assert!(c.name.starts_with("tls-idempotent loss-") && c.name.ends_with(" fresh"));
+            let twin = loss_cells(true)
+                .into_iter()
+                .find(|t| Some(&t.name) == c.twin.as_ref() && t.platform == c.platform)
+                .expect("a tls twin");
+            let kind = crate::bench::scenario::ClientKind::STN;
+            let (a, b) = (c.spec(&kind, 1, 2), twin.spec(&kind, 1, 2));
+            assert_eq!(a.seed, b.seed);
+            assert!(a.early_data && !b.early_data);
+            assert_eq!(a.suite, "tls_idempotent");
+        }
+        // Not part of a default run.
+        assert!(!Suite::ALL.contains(&Suite::TlsIdempotent));
+        assert_eq!(
+            Suite::from_name("tls_idempotent"),
+            Some(Suite::TlsIdempotent)
+        );
     }
 }

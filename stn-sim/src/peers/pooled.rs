@@ -578,7 +578,11 @@ impl PeerClient {
             SocketEvent::Reset | SocketEvent::TimedOut => {
                 self.exchange_failed(cx, ExchangeEnd::Retryable(CallFailure::Reset));
             }
-            SocketEvent::Connected | SocketEvent::TcpConnected | SocketEvent::ConnectFailed(_) => {}
+            // No early data: the peers' TLS never enables it.
+            SocketEvent::Connected
+            | SocketEvent::TcpConnected
+            | SocketEvent::EarlyData { .. }
+            | SocketEvent::ConnectFailed(_) => {}
         }
     }
 }

@@ -115,7 +115,7 @@ pub fn summary(report: &Report, command: &str, dir: &str) -> String {
     );
     let mut rows = Vec::new();
     for suite in ordered(&runs, |r| r.suite.as_str()) {
-        if matches!(suite, "matrix" | "tls") {
+        if matches!(suite, "matrix" | "tls" | "tls_idempotent") {
             continue; // gated per cell below
         }
         let these: Vec<&RunRecord> = runs.iter().copied().filter(|r| r.suite == suite).collect();
@@ -165,9 +165,11 @@ pub fn summary(report: &Report, command: &str, dir: &str) -> String {
     }
     let matrix = crate::bench::gate::verdicts(&report.runs);
     let tls = crate::bench::tls_suite::verdicts(&report.runs);
-    any |= !matrix.is_empty() || !tls.is_empty();
+    let idempotent = crate::bench::tls_suite::idempotent_verdicts(&report.runs);
+    any |= !matrix.is_empty() || !tls.is_empty() || !idempotent.is_empty();
     gate_lines(&mut out, "matrix", &matrix);
     gate_lines(&mut out, "tls", &tls);
+    gate_lines(&mut out, "tls_idempotent", &idempotent);
     if !any {
         out.push_str("- none apply to the suites that ran\n");
     }

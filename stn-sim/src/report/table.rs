@@ -472,6 +472,7 @@ pub fn all_tables(runs: &[RunRecord]) -> String {
             "request_size" | "response_size" => size_tables(suite, &these),
             "matrix" => crate::bench::gate::tables(&these),
             "tls" => crate::bench::tls_suite::tables(&these),
+            "tls_idempotent" => crate::bench::tls_suite::idempotent_tables(&these),
             _ => loss_tables(suite, &these),
         });
         out.push_str(&notes(&these));

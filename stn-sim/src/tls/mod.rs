@@ -21,9 +21,16 @@
 //!   [`MAX_TICKETS_PER_SERVER`]) and spends one per resumption (single
 //!   use, RFC 8446 §C.4), so a ticket lost with its connection is not there
 //!   for the next one;
-//! - **0-RTT is not modelled**: the benchmark's calls are POSTs, which no
-//!   client may send as early data without knowing them idempotent
-//!   (RFC 8446 §8), and stn leaves early data off.
+//! - **0-RTT (early data, RFC 8446 §2.3)**, where a server enables it
+//!   ([`TlsServer::with_early_data`]; off by default): its tickets allow
+//!   [`MAX_EARLY_DATA`] bytes, and a client that enables early data
+//!   ([`TlsClientConfig::early_data`]) and resumes with such a ticket may
+//!   send application data right after its ClientHello (the socket reports
+//!   [`crate::socket::SocketEvent::EarlyData`] after `TcpConnected`). The
+//!   server accepts it only for a ticket it issued and still holds (single
+//!   use, same server name) and then answers at once, after its own flight
+//!   (half-RTT data); otherwise it skips the early records and the client
+//!   sends them again after the handshake (as tokio-rustls does).
 //!
 //! The client's side lives in the network's client sockets
 //! ([`crate::Simulation::set_client_tls`] turns it on per client): the
@@ -37,6 +44,8 @@
 mod client;
 mod record;
 mod server;
+#[cfg(test)]
+mod tests;
 
 pub(crate) use client::{SessionOutput, TicketStore, TlsSession};
 pub use server::TlsServer;
@@ -73,6 +82,25 @@ pub const RECORD_OVERHEAD: usize = 22;
 /// Largest plaintext per record (RFC 8446 §5.1: 2^14).
 pub const MAX_PLAINTEXT: usize = 16_384;
 
+/// `max_early_data_size` of the tickets of a server that enables early
+/// data: BoringSSL's `kMaxEarlyDataAccepted` (14,336 plaintext bytes; rustls
+/// has no default, its BoGo shim uses the same value to match BoringSSL).
+pub const MAX_EARLY_DATA: u32 = 14_336;
+/// Extra ClientHello bytes when it offers early data (the empty
+/// `early_data` extension: type and length).
+pub const CLIENT_HELLO_EARLY_EXTRA: usize = 4;
+/// Extra bytes in the server's resumed flight when it accepts early data
+/// (the empty `early_data` extension in EncryptedExtensions).
+pub const SERVER_FLIGHT_EARLY_EXTRA: usize = 4;
+/// The client's EndOfEarlyData (a 4-byte handshake message in a record
+/// under the early keys), sent before its Finished when the server
+/// accepted early data (RFC 8446 §4.5).
+pub const END_OF_EARLY_DATA_LEN: usize = 26;
+/// Sessions a server with early data on keeps (rustls'
+/// `ServerSessionMemoryCache` of its default `ServerConfig`: 256); the
+/// oldest is forgotten first.
+pub const SERVER_SESSION_CACHE: usize = 256;
+
 /// The handshake timeout of stn's driver (`stn_driver::tls`'s
 /// `DEFAULT_HANDSHAKE_TIMEOUT`): 5 s from the TCP connect.
 pub const STN_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
@@ -88,26 +116,35 @@ pub struct TlsClientConfig {
     pub handshake_timeout: Option<Duration>,
     /// Offer a kept ticket when there is one (TLS 1.3 resumption).
     pub resumption: bool,
+    /// Send early data when the resumed ticket allows it (rustls'
+    /// `ClientConfig::enable_early_data`); what is sent early is the
+    /// client's choice (the socket offers, the client writes).
+    pub early_data: bool,
 }
 
 impl TlsClientConfig {
     /// stn's driver (and the Mars profiles run through it): resumption on,
-    /// a 5 s handshake timeout.
+    /// a 5 s handshake timeout, early data enabled (the engine decides what
+    /// goes early: only stn's profile, only tasks that allow it).
     pub fn stn(server_name: &str) -> Self {
         TlsClientConfig {
             server_name: server_name.to_owned(),
             handshake_timeout: Some(STN_HANDSHAKE_TIMEOUT),
             resumption: true,
+            early_data: true,
         }
     }
 
     /// A peer library (OkHttp, NSURLSession): resumption on; the
-    /// handshake is bounded by the peer model's own timers.
+    /// handshake is bounded by the peer model's own timers; no early data
+    /// (OkHttp has no 0-RTT API, and `docs/peers.md` records none for
+    /// either).
     pub fn peer(server_name: &str) -> Self {
         TlsClientConfig {
             server_name: server_name.to_owned(),
             handshake_timeout: None,
             resumption: true,
+            early_data: false,
         }
     }
 }
