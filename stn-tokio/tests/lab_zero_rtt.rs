@@ -54,19 +54,22 @@ fn early_data_on_a_delayed_path() {
         assert_eq!((r.ok, r.calls), (3, 3), "{:?}: {:?}", r.mode, r.failures);
     }
     let plain = row(Mode::Plain);
-    assert_eq!((plain.handshakes, plain.early_data), (0, 0));
+    assert_eq!((plain.tls.handshakes, plain.tls.early_data), (0, 0));
     // Without early data: every later call resumes, none sends early.
     let tls = row(Mode::Tls);
-    assert_eq!((tls.handshakes, tls.resumed, tls.early_data), (3, 2, 0));
+    assert_eq!(
+        (tls.tls.handshakes, tls.tls.resumed, tls.tls.early_data),
+        (3, 2, 0)
+    );
     // With it, on kept connections: every later call resumes and its request
     // goes early, accepted by the client's and the server's count.
     let early = row(Mode::TlsEarly);
     assert_eq!(
         (
-            early.handshakes,
-            early.resumed,
-            early.early_data,
-            early.early_accepted
+            early.tls.handshakes,
+            early.tls.resumed,
+            early.tls.early_data,
+            early.tls.early_accepted
         ),
         (3, 2, 2, 2),
         "{early:?}"
@@ -76,7 +79,7 @@ fn early_data_on_a_delayed_path() {
     // calls (a connection closed on its 0-RTT reply gets no new ticket).
     let close = row(Mode::TlsEarlyClose);
     assert_eq!(
-        (close.early_data, close.early_accepted),
+        (close.tls.early_data, close.tls.early_accepted),
         (2, 2),
         "{close:?}"
     );

@@ -35,6 +35,7 @@ use super::netns::{LabNet, Names};
 use super::{kernel_release, LabHosts, NetSpec};
 use crate::server::tls::{enable_early_data, SelfSigned, ServerTls};
 use crate::server::{ServerConfig, DEFAULT_CGI_PATH};
+use crate::tls::TlsStats;
 use crate::Client;
 
 /// The server closes a connection idle for 3 round trips and this long
@@ -125,15 +126,8 @@ pub struct ZeroRttRow {
     pub first: Option<Duration>,
     /// The other successful calls, sorted.
     pub rest: Vec<Duration>,
-    /// The client's TLS handshakes, resumed ones, ones that sent early data
-    /// and ones whose early data the server accepted.
-    pub handshakes: u64,
-    /// See `handshakes`.
-    pub resumed: u64,
-    /// See `handshakes`.
-    pub early_data: u64,
-    /// See `handshakes`.
-    pub early_accepted: u64,
+    /// The client's TLS handshakes: resumed, with early data, accepted.
+    pub tls: TlsStats,
     /// Connections whose early data the server accepted.
     pub server_early: u64,
     /// Why calls failed.
@@ -186,10 +180,10 @@ impl ZeroRttReport {
                 ms(r.median()),
                 ms(r.rest.first().copied()),
                 ms(r.rest.last().copied()),
-                r.handshakes,
-                r.resumed,
-                r.early_data,
-                r.early_accepted,
+                r.tls.handshakes,
+                r.tls.resumed,
+                r.tls.early_data,
+                r.tls.early_accepted,
                 r.server_early,
             ));
         }
@@ -217,10 +211,10 @@ impl ZeroRttReport {
                     "first_ms": secs(r.first),
                     "later_ms": r.rest.iter().map(|d| d.as_secs_f64() * 1e3).collect::<Vec<_>>(),
                     "median_ms": secs(r.median()),
-                    "handshakes": r.handshakes,
-                    "resumed": r.resumed,
-                    "early_data": r.early_data,
-                    "early_accepted": r.early_accepted,
+                    "handshakes": r.tls.handshakes,
+                    "resumed": r.tls.resumed,
+                    "early_data": r.tls.early_data,
+                    "early_accepted": r.tls.early_accepted,
                     "server_early": r.server_early,
                     "failures": r.failures,
                 })
@@ -326,10 +320,7 @@ impl Series {
             ok: 0,
             first: None,
             rest: Vec::new(),
-            handshakes: 0,
-            resumed: 0,
-            early_data: 0,
-            early_accepted: 0,
+            tls: TlsStats::default(),
             server_early: 0,
             failures: Vec::new(),
         };
@@ -367,10 +358,7 @@ impl Series {
         }
         row.rest.sort();
         if let Some(snap) = client.snapshot().await {
-            row.handshakes = snap.tls.handshakes;
-            row.resumed = snap.tls.resumed;
-            row.early_data = snap.tls.early_data;
-            row.early_accepted = snap.tls.early_accepted;
+            row.tls = snap.tls;
         }
         client.shutdown().await;
         Ok(row)

@@ -22,6 +22,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{ready, Context, Poll};
 
+use bytes::Bytes;
 use rustls::{ServerConfig, ServerConnection};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
@@ -46,11 +47,9 @@ pub(super) struct EarlyTls {
     conn: ServerConnection,
     /// The ClientHello's early data was accepted.
     accepted: bool,
-    /// Early data taken from rustls during the accept, read first (at most
-    /// the session's `max_early_data_size`, which rustls enforces).
-    early: Vec<u8>,
-    /// How much of `early` was read.
-    early_read: usize,
+    /// Early data taken from rustls during the accept and not read yet (at
+    /// most the session's `max_early_data_size`, which rustls enforces).
+    early: Bytes,
     /// The socket reached end of stream.
     eof: bool,
 }
@@ -64,8 +63,7 @@ impl EarlyTls {
             tcp,
             conn,
             accepted: false,
-            early: Vec::new(),
-            early_read: 0,
+            early: Bytes::new(),
             eof: false,
         };
         poll_fn(|cx| tls.poll_accept(cx)).await?;
@@ -93,8 +91,10 @@ impl EarlyTls {
                 // Ends once some of the request is here; early data that
                 // never comes (an offer with none sent) waits for the
                 // handshake's end like any connection.
-                early.read_to_end(&mut self.early)?;
-                if !self.early.is_empty() {
+                let mut taken = Vec::new();
+                early.read_to_end(&mut taken)?;
+                if !taken.is_empty() {
+                    self.early = taken.into();
                     return Poll::Ready(Ok(()));
                 }
             }
@@ -150,14 +150,9 @@ impl AsyncRead for EarlyTls {
         if buf.remaining() == 0 {
             return Poll::Ready(Ok(()));
         }
-        if this.early_read < this.early.len() {
-            let n = buf.remaining().min(this.early.len() - this.early_read);
-            buf.put_slice(&this.early[this.early_read..this.early_read + n]);
-            this.early_read += n;
-            if this.early_read == this.early.len() {
-                this.early = Vec::new();
-                this.early_read = 0;
-            }
+        if !this.early.is_empty() {
+            let n = buf.remaining().min(this.early.len());
+            buf.put_slice(&this.early.split_to(n));
             return Poll::Ready(Ok(()));
         }
         loop {
