@@ -1,16 +1,16 @@
-//! Starts the reference server (stn-tokio's, on a tokio runtime thread) and
+//! Starts the reference server (stn-server, on a tokio runtime thread) and
 //! sends tasks over both links with the async-std client, then once more
 //! with the same client on smol's executor.
 //!
 //! ```text
 //! cargo run -p stn-asyncstd --example hello-asyncstd
-//! RUST_LOG=stn_driver=debug cargo run -p stn-asyncstd --example hello-asyncstd   # task and attempt events
+//! RUST_LOG=stn=debug cargo run -p stn-asyncstd --example hello-asyncstd   # task and attempt events (target `stn`)
 //! ```
 #![allow(clippy::print_stdout)] // an example prints
 
 use stn_asyncstd::proto::{Channel, Task};
 use stn_asyncstd::Client;
-use stn_tokio::server::{Server, ServerConfig};
+use stn_server::{Server, ServerConfig};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     tracing_subscriber::fmt()

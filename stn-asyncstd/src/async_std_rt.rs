@@ -35,6 +35,7 @@ impl Runtime for AsyncStdRuntime {
         crate::io::connect(addr)
     }
 
+    #[cfg(feature = "tls")]
     fn start_tls(
         &self,
         stream: Box<dyn AsyncStream>,

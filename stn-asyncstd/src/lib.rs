@@ -11,8 +11,9 @@
 //! async-io, so the same client also runs on smol's executor:
 //! [`SmolClient`] on [`SmolRuntime`] (feature `smol`, on by default).
 //! A smol-only app turns async-std off:
-//! `stn-asyncstd = { version = "0.1", default-features = false, features = ["smol"] }`
-//! (the async-std [`Client`] is feature `async-std`, also on by default).
+//! `stn-asyncstd = { version = "0.1", default-features = false, features = ["tls", "smol"] }`
+//! (the async-std [`Client`] is feature `async-std`, also on by default;
+//! TLS is feature `tls`, on by default, and without it no rustls is built).
 //!
 //! The API is the one `stn-tokio` has: `Client::builder()` … `.build()`,
 //! [`send`](stn_driver::Client::send), [`pushes`](stn_driver::Client::pushes),
@@ -27,7 +28,7 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! # // The reference server is tokio's: it gets a runtime of its own.
 //! # let server_rt = tokio::runtime::Runtime::new()?;
-//! # let server = server_rt.block_on(stn_tokio::server::Server::start(Default::default()))?;
+//! # let server = server_rt.block_on(stn_server::Server::start(Default::default()))?;
 //! # let (short_port, long_port) = (server.short_addr().unwrap().port(), server.long_addr().unwrap().port());
 //! async_std::task::block_on(async {
 //!     let client = Client::builder()
@@ -70,7 +71,7 @@
 //! # fn main() {}
 //! ```
 //!
-//! `examples/hello.rs` runs the reference server (from `stn-tokio`, on a
+//! `examples/hello.rs` runs the reference server (`stn-server`, on a
 //! tokio thread) and talks to it with this client.
 #![forbid(unsafe_code)]
 
@@ -79,6 +80,7 @@ mod async_std_rt;
 mod io;
 #[cfg(feature = "smol")]
 mod smol_rt;
+#[cfg(feature = "tls")]
 mod tls_io;
 
 #[cfg(feature = "async-std")]
@@ -87,7 +89,8 @@ pub use async_std_rt::AsyncStdRuntime;
 pub use smol_rt::SmolRuntime;
 pub use stn_driver::tls;
 pub use stn_driver::{
-    BuildError, Endpoint, EndpointError, EndpointState, Error, Finished, Push, Pushes, Snapshot,
+    Attempt, BuildError, Endpoint, EndpointError, EndpointState, Error, ErrorKind, Finished, Push,
+    Pushes, Snapshot,
 };
 pub use stn_proto as proto;
 

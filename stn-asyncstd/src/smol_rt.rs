@@ -64,6 +64,7 @@ impl Runtime for SmolRuntime {
         crate::io::connect(addr)
     }
 
+    #[cfg(feature = "tls")]
     fn start_tls(
         &self,
         stream: Box<dyn AsyncStream>,

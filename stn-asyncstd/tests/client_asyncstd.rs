@@ -1,26 +1,22 @@
-//! The shared client suite (`stn-tokio/tests/client_suite`, one copy for
+//! The shared client suite (`stn_testkit::client_suite`, one copy for
 //! both adapters) on stn-asyncstd: once under async-std's executor
 //! ([`AsyncStdRuntime`]) and once under smol's ([`SmolRuntime`]). The
 //! reference server runs on a tokio runtime thread of its own
-//! (`client_suite::ServerHost`); every test is bounded by
-//! `client_suite::TEST_BOUND`.
+//! (`stn_testkit::ServerHost`); every test is bounded by
+//! `stn_testkit::TEST_BOUND`.
 //!
 //! ```text
 //! cargo test -p stn-asyncstd --test client_asyncstd            # both executors
 //! cargo test -p stn-asyncstd --test client_asyncstd smol::     # smol only
 //! ```
 
-#[macro_use]
-#[path = "../../stn-tokio/tests/client_suite/mod.rs"]
-mod client_suite;
 mod harness;
 
 /// The suite under async-std's executor.
 mod async_std {
-    use crate::client_suite;
     use crate::harness::AsyncStdHarness;
 
-    client_suite!(AsyncStdHarness);
+    stn_testkit::client_suite!(AsyncStdHarness);
 }
 
 /// The suite under smol's executor.
@@ -31,12 +27,11 @@ mod smol {
 
     use stn_asyncstd::proto::{Channel, Task};
     use stn_asyncstd::{Error, SmolClientBuilder, SmolRuntime};
-    use stn_tokio::server::ServerConfig;
+    use stn_server::ServerConfig;
 
-    use crate::client_suite;
     use crate::harness::SmolHarness;
 
-    client_suite!(SmolHarness);
+    stn_testkit::client_suite!(SmolHarness);
 
     /// On an executor the app owns (`SmolRuntime::with_executor`): tasks
     /// work while it runs; when it is dropped with a task pending (the
@@ -44,9 +39,9 @@ mod smol {
     /// with `Error::Shutdown`.
     #[test]
     fn own_executor_then_dropped() {
-        client_suite::run::<SmolHarness>(async {
-            let healthy = client_suite::ServerHost::healthy();
-            let stalled = client_suite::ServerHost::start(ServerConfig {
+        stn_testkit::run::<SmolHarness>(async {
+            let healthy = stn_testkit::ServerHost::healthy();
+            let stalled = stn_testkit::ServerHost::start(ServerConfig {
                 long_addr: None,
                 delay: Duration::from_secs(10),
                 ..ServerConfig::default()
@@ -84,7 +79,7 @@ mod smol {
                 .expect("runner thread")
                 .expect("stopped");
             drop(ex); // the last owner: drops the driver and connection tasks
-            let result = client_suite::bounded::<SmolHarness, _>(Duration::from_secs(5), pending)
+            let result = stn_testkit::bounded::<SmolHarness, _>(Duration::from_secs(5), pending)
                 .await
                 .expect("the send resolves");
             assert_eq!(result, Err(Error::Shutdown));

@@ -52,6 +52,16 @@ pub enum BuildError {
     /// [`Builder::tls_server_name`] is neither a DNS name nor an IP address.
     #[error("invalid TLS server name {0:?}: not a DNS name or IP address")]
     InvalidServerName(String),
+    /// Port 0 was given: nothing listens there.
+    #[error("{0}: port 0 is not a port a server listens on (give 1 to 65535)")]
+    ZeroPort(&'static str),
+    /// [`Builder::timeout`] is zero or longer than a task may keep trying
+    /// ([`Task::MAX_TOTAL_TIMEOUT`](stn_proto::Task::MAX_TOTAL_TIMEOUT), 600 s).
+    #[error("timeout {0:?} is out of range: give more than 0 and at most 600 s")]
+    InvalidTimeout(std::time::Duration),
+    /// [`Builder::proxy`]'s address or credentials cannot be used.
+    #[error(transparent)]
+    InvalidProxy(#[from] crate::proxy::ProxyConfigError),
 }
 
 /// Configures and starts a [`Client`]. Get one from [`Client::builder`]
@@ -71,6 +81,10 @@ pub struct Builder<R> {
     long_ports: Vec<u16>,
     /// Endpoints that did not parse; `build()` reports the first.
     endpoint_errors: Vec<EndpointError>,
+    /// The first port 0 given, by what it was given for.
+    zero_port: Option<&'static str>,
+    /// The total timeout of tasks that set none.
+    timeout: Option<std::time::Duration>,
     edits: Vec<ConfigEdit>,
     identify: Identify,
     identify_judge: Option<crate::hooks::IdentifyJudge>,
@@ -80,7 +94,9 @@ pub struct Builder<R> {
     event_capacity: usize,
     push_bytes: usize,
     read_budget: usize,
+    #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsOptions>,
+    proxy: Option<crate::proxy::Proxy>,
 }
 
 /// Default [`Builder::read_budget`]: 72 MiB. The stn profile runs at most 64
@@ -129,6 +145,8 @@ impl<R: Runtime> Builder<R> {
             host_ports: Vec::new(),
             long_ports: Vec::new(),
             endpoint_errors: Vec::new(),
+            zero_port: None,
+            timeout: None,
             edits: Vec::new(),
             identify: Identify::Fixed(IdentifyDecision::Never),
             identify_judge: None,
@@ -138,7 +156,9 @@ impl<R: Runtime> Builder<R> {
             event_capacity: DEFAULT_EVENT_CAPACITY,
             push_bytes: DEFAULT_PUSH_BYTES,
             read_budget: DEFAULT_READ_BUDGET,
+            #[cfg(feature = "tls")]
             tls: None,
+            proxy: None,
         }
     }
 
@@ -169,8 +189,16 @@ impl<R: Runtime> Builder<R> {
     }
 
     /// Adds a parsed [`Endpoint`] (see [`endpoint`](Self::endpoint)).
+    /// Port 0 makes [`build`](Self::build) fail.
     #[must_use]
     pub fn add_endpoint(mut self, endpoint: Endpoint) -> Self {
+        if endpoint.port() == Some(0) {
+            self.endpoint_errors.push(EndpointError {
+                input: endpoint.to_string(),
+                reason: crate::endpoint::PORT_ZERO,
+            });
+            return self;
+        }
         match (endpoint.ip(), endpoint.host_name(), endpoint.port()) {
             (Some(ip), _, Some(port)) => self.addrs.push(SocketAddr::new(ip, port)),
             (None, Some(name), Some(port)) => self.host_ports.push((name.to_owned(), port)),
@@ -210,17 +238,47 @@ impl<R: Runtime> Builder<R> {
     }
 
     /// The short-link (HTTP) port of every endpoint given without one.
+    /// Without it (and without endpoints that carry a port) there is no
+    /// short link: a task that can only use it is refused at `send` with
+    /// [`SubmitError::NoShortLink`](stn_proto::SubmitError::NoShortLink).
+    /// Port 0 makes [`build`](Self::build) fail.
     #[must_use]
     pub fn short_link_port(mut self, port: u16) -> Self {
+        if port == 0 {
+            self.zero_port.get_or_insert("short_link_port");
+        }
         self.short_port = Some(port);
         self
     }
 
     /// Adds a long-link port (every port is tried with every IP). Without
-    /// one there is no long link.
+    /// one there is no long link. Port 0 makes [`build`](Self::build) fail.
     #[must_use]
     pub fn long_link_port(mut self, port: u16) -> Self {
+        if port == 0 {
+            self.zero_port.get_or_insert("long_link_port");
+        }
         self.long_ports.push(port);
+        self
+    }
+
+    /// How long each task keeps trying, unless it sets its own
+    /// [`total_timeout`](stn_proto::Task::total_timeout): a client-wide
+    /// default. Within it a task whose attempts fail is retried and may be
+    /// parked and replayed (Mars's zombie tasks), so "keep trying until",
+    /// not "give up after the first failure". Without it each task's time
+    /// comes from Mars's formula (its retries, server cost and the links'
+    /// timeouts). More than 600 s, or zero, makes [`build`](Self::build)
+    /// fail with [`BuildError::InvalidTimeout`].
+    ///
+    /// ```no_run
+    /// # fn demo<R: stn_driver::Runtime>(b: stn_driver::Builder<R>) -> stn_driver::Builder<R> {
+    /// b.timeout(std::time::Duration::from_secs(10))
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn timeout(mut self, timeout: std::time::Duration) -> Self {
+        self.timeout = Some(timeout);
         self
     }
 
@@ -418,6 +476,7 @@ impl<R: Runtime> Builder<R> {
     /// Ok(b.tls(tls::client_config(roots, &[b"http/1.1"])?).tls_server_name("api.example.com"))
     /// # }
     /// ```
+    #[cfg(feature = "tls")]
     #[must_use]
     pub fn tls(mut self, config: rustls::ClientConfig) -> Self {
         self.tls.get_or_insert_with(Default::default).config = Some(Arc::new(config));
@@ -426,6 +485,7 @@ impl<R: Runtime> Builder<R> {
 
     /// The name every TLS connection sends (SNI) and verifies, whatever
     /// endpoint it goes to (a DNS name or an IP address).
+    #[cfg(feature = "tls")]
     #[must_use]
     pub fn tls_server_name(mut self, name: impl Into<String>) -> Self {
         self.tls.get_or_insert_with(Default::default).server_name = Some(name.into());
@@ -436,11 +496,35 @@ impl<R: Runtime> Builder<R> {
     /// attempt fails with [`TlsFailure::HandshakeTimeout`](stn_proto::TlsFailure::HandshakeTimeout)
     /// (default [`DEFAULT_HANDSHAKE_TIMEOUT`](crate::tls::DEFAULT_HANDSHAKE_TIMEOUT);
     /// the race's attempt deadline may end it first).
+    #[cfg(feature = "tls")]
     #[must_use]
     pub fn tls_handshake_timeout(mut self, timeout: std::time::Duration) -> Self {
         self.tls
             .get_or_insert_with(Default::default)
             .handshake_timeout = Some(timeout);
+        self
+    }
+
+    /// Every connection, short and long link, goes through `proxy`: an HTTP
+    /// CONNECT tunnel or SOCKS5, with credentials if given; host names are
+    /// resolved by the proxy unless [`Proxy::local_dns`](crate::Proxy::local_dns).
+    /// As in Mars, the proxy is tried before a direct connect: after 2
+    /// failures of the proxy itself in a row, connects go direct for 30 s
+    /// (doubling after each failed return to the proxy, up to 10 min),
+    /// unless [`Proxy::proxy_only`](crate::Proxy::proxy_only). Racing and
+    /// bans work on the endpoints behind the proxy; a failure of the proxy
+    /// itself counts against none of them. TLS, if set, runs through the
+    /// tunnel to the endpoint's own name. See `docs/proxies.md`.
+    ///
+    /// ```no_run
+    /// # fn demo<R: stn_driver::Runtime>(b: stn_driver::Builder<R>) -> stn_driver::Builder<R> {
+    /// use stn_driver::Proxy;
+    /// b.proxy(Proxy::socks5("10.0.0.1:1080").credentials("alice", "s3cret"))
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn proxy(mut self, proxy: crate::proxy::Proxy) -> Self {
+        self.proxy = Some(proxy);
         self
     }
 
@@ -454,6 +538,14 @@ impl<R: Runtime> Builder<R> {
     pub fn engine_config(&mut self) -> Result<Config, BuildError> {
         if let Some(e) = self.endpoint_errors.first() {
             return Err(e.clone().into());
+        }
+        if let Some(what) = self.zero_port {
+            return Err(BuildError::ZeroPort(what));
+        }
+        if let Some(t) = self.timeout {
+            if t.is_zero() || t > Task::MAX_TOTAL_TIMEOUT {
+                return Err(BuildError::InvalidTimeout(t));
+            }
         }
         if self.ips.is_empty()
             && self.hosts.is_empty()
@@ -503,13 +595,22 @@ impl<R: Runtime> Builder<R> {
     /// spawn from here ([`Runtime::check`]). Never panics.
     pub fn build(mut self) -> Result<Client<R>, BuildError> {
         let config = self.engine_config()?;
+        let proxy = self
+            .proxy
+            .as_ref()
+            .map(crate::proxy::Proxy::checked)
+            .transpose()?
+            .map(crate::proxy::ProxyState::new);
         self.runtime.check().map_err(BuildError::NoRuntime)?;
+        #[cfg(feature = "tls")]
         let tls = self
             .tls
             .take()
             .map(crate::tls::TlsOptions::finish)
             .transpose()?
             .flatten();
+        #[cfg(not(feature = "tls"))]
+        let tls = None;
         let rt: Arc<dyn Runtime> = Arc::new(self.runtime);
         let clock = Clock::new(rt.now());
         let engine = Engine::new(clock.to_proto(rt.now()), config);
@@ -526,6 +627,8 @@ impl<R: Runtime> Builder<R> {
             identify_judge: self.identify_judge,
             judge: self.judge,
             tls,
+            default_timeout: self.timeout,
+            proxy,
         });
         rt.spawn(Box::pin(driver));
         Ok(Client {
@@ -734,6 +837,17 @@ impl<R> Client<R> {
             .try_send(Control::NetworkAvailable(kind));
     }
 
+    /// The current network's label, e.g. `"wifi:<ssid>"` or
+    /// `"mobile:<carrier>"` (Mars `getCurrNetLabel`): endpoint history and
+    /// the smart heartbeat's learned interval are kept per label. Give it
+    /// with every [`network_changed`](Self::network_changed).
+    pub fn set_network_label(&self, label: impl Into<String>) {
+        let _ = self
+            .shared
+            .control
+            .try_send(Control::NetworkLabel(label.into()));
+    }
+
     /// The app went to the foreground (`true`) or the background.
     pub fn set_foreground(&self, foreground: bool) {
         let _ = self
@@ -863,10 +977,13 @@ impl<R> Client<R> {
         rx
     }
 
-    /// The endpoint ban history in the engine's persist format, to store and
-    /// give to [`import_ban_history`](Self::import_ban_history) at the next
-    /// start (entries are stamped against the wall clock; bans themselves
-    /// are not kept, only each endpoint's record). `None` once shut down.
+    /// The endpoint ban history and the smart heartbeat's per-network
+    /// records in the engine's persist format
+    /// ([`Engine::export_history`](stn_proto::Engine::export_history)), to
+    /// store and give to [`import_ban_history`](Self::import_ban_history) at
+    /// the next start (entries are stamped against the wall clock; bans
+    /// themselves are not kept, only each endpoint's record). `None` once
+    /// shut down.
     ///
     /// ```no_run
     /// # async fn demo<R: stn_driver::Runtime>(old: stn_driver::Client<R>, new: stn_driver::Client<R>) -> Result<(), Box<dyn std::error::Error>> {
@@ -887,9 +1004,11 @@ impl<R> Client<R> {
     }
 
     /// Loads history written by [`export_ban_history`](Self::export_ban_history)
-    /// (of this or an earlier client): records of the current network order
-    /// its candidates, others wait for their network. Returns how many
-    /// entries were accepted (expired ones are skipped).
+    /// (of this or an earlier client, or an endpoint history alone):
+    /// records of the current network order its candidates, others wait for
+    /// their network; heartbeat records of the same profile's algorithm are
+    /// merged. Returns how many entries and records were accepted (expired
+    /// ones are skipped).
     ///
     /// # Errors
     ///
@@ -1112,6 +1231,43 @@ mod tests {
         .build()
         .unwrap_err();
         assert_eq!(err, BuildError::NoRuntime("not here".into()));
+    }
+
+    #[test]
+    fn port_zero_a_url_and_an_out_of_range_timeout_fail_the_build() {
+        let build = |b: Builder<NoRuntime>| b.build().map(drop).unwrap_err();
+        let b = || Client::<NoRuntime>::builder().endpoint("10.0.0.1");
+        assert_eq!(
+            build(b().short_link_port(0)),
+            BuildError::ZeroPort("short_link_port")
+        );
+        assert_eq!(
+            build(b().long_link_port(0)).to_string(),
+            "long_link_port: port 0 is not a port a server listens on (give 1 to 65535)"
+        );
+        let err = build(Client::<NoRuntime>::builder().socket_addr("10.0.0.1:0".parse().unwrap()));
+        assert!(
+            matches!(&err, BuildError::InvalidEndpoint(e) if e.input == "10.0.0.1:0"),
+            "{err}"
+        );
+        let err = build(Client::<NoRuntime>::builder().endpoint("http://127.0.0.1:18080"));
+        assert!(
+            err.to_string().contains("a URL is not an endpoint"),
+            "{err}"
+        );
+        for bad in [
+            std::time::Duration::ZERO,
+            std::time::Duration::from_secs(601),
+        ] {
+            assert_eq!(
+                build(b().short_link_port(80).timeout(bad)),
+                BuildError::InvalidTimeout(bad)
+            );
+        }
+        let mut ok = b()
+            .short_link_port(80)
+            .timeout(std::time::Duration::from_secs(600));
+        assert!(ok.engine_config().is_ok());
     }
 
     #[test]

@@ -40,8 +40,13 @@ pub const READ_CHUNK: usize = 64 * 1024;
 /// Writes queued behind the first are copied into one write up to this size
 /// (one syscall for the frames of a burst, as a buffered writer would).
 const COALESCE: usize = 16 * 1024;
-/// Maps a failed connect to the engine's vocabulary.
+/// Maps a failed connect to the engine's vocabulary (a failure through a
+/// proxy carries its [`ProxyError`](crate::ProxyError) and becomes
+/// [`ConnectError::Proxy`]).
 pub fn connect_error(e: &io::Error) -> ConnectError {
+    if let Some(failure) = crate::proxy::ProxyError::failure_of(e) {
+        return ConnectError::Proxy(failure);
+    }
     match e.kind() {
         io::ErrorKind::ConnectionRefused => ConnectError::Refused,
         io::ErrorKind::ConnectionReset | io::ErrorKind::ConnectionAborted => ConnectError::Reset,

@@ -38,12 +38,14 @@ use stn_proto::{Task, TaskId};
 
 use crate::clock::Clock;
 use crate::conn::{Conn, Step, TlsPlan, READ_CHUNK};
-use crate::error::{Causes, Error};
+use crate::dial::Dialer;
+use crate::error::{Attempt, Causes, Error};
 use crate::events::{Publisher, Subscription};
 use crate::hooks::{
     guard_body_source, identify_accepted, Identify, IdentifyJudge, IdentifyResponse,
 };
 use crate::outcome::{EndpointState, Finished, Push, Snapshot};
+use crate::proxy::ProxyState;
 use crate::pushes::{Offer, Subscriber};
 use crate::ready::{ReadySet, Token, TokenWaker};
 use crate::runtime::{AsyncTimer, BoxFuture, Runtime};
@@ -77,6 +79,7 @@ pub(crate) enum Control {
     NetworkChanged(NetworkKind),
     NetworkLost,
     NetworkAvailable(NetworkKind),
+    NetworkLabel(String),
     Foreground(bool),
     Authed(bool),
     HostAuthed {
@@ -176,6 +179,12 @@ pub(crate) struct Driver {
     tls_stats: TlsStats,
     /// Each endpoint's last I/O error, for the errors tasks end with.
     causes: Causes,
+    /// The total timeout of tasks that set none (`Builder::timeout`).
+    default_timeout: Option<std::time::Duration>,
+    /// The proxy every connect goes through, when the client has one.
+    proxy: Option<ProxyState>,
+    /// Every TCP connect (NAT64 on an IPv6-only network).
+    dialer: Dialer,
 }
 
 pub(crate) struct DriverParts {
@@ -189,6 +198,8 @@ pub(crate) struct DriverParts {
     pub(crate) identify_judge: Option<IdentifyJudge>,
     pub(crate) judge: Option<Judge>,
     pub(crate) tls: Option<ClientTls>,
+    pub(crate) default_timeout: Option<std::time::Duration>,
+    pub(crate) proxy: Option<ProxyState>,
 }
 
 impl Driver {
@@ -229,6 +240,9 @@ impl Driver {
             tls_names: BTreeMap::new(),
             tls_stats: TlsStats::default(),
             causes: Causes::default(),
+            default_timeout: parts.default_timeout,
+            proxy: parts.proxy,
+            dialer: Dialer::new(parts.rt.clone(), parts.clock),
             rt: parts.rt,
         }
     }
@@ -253,7 +267,13 @@ impl Driver {
             Output::Io(IoAction::Connect { conn, addr }) => {
                 tracing::debug!(target: TRACE_TARGET, %conn, %addr, "connect");
                 self.endpoints.insert(addr);
-                let connect = self.rt.connect(addr);
+                let connect = match self.proxy.as_mut() {
+                    Some(proxy) => {
+                        let now = self.clock.to_proto(self.rt.now());
+                        proxy.connect(now, &self.rt, conn, addr, &self.dialer)
+                    }
+                    None => self.dialer.connect(addr),
+                };
                 let tls = self.tls_plan(addr);
                 // The new token is queued: the next round polls the connect.
                 let waker = self.ready.waker(Token::Conn(conn));
@@ -276,10 +296,29 @@ impl Driver {
             }
             Output::Io(IoAction::Close { conn }) => {
                 tracing::trace!(target: TRACE_TARGET, %conn, "close");
+                if let Some(proxy) = self.proxy.as_mut() {
+                    let now = self.clock.to_proto(self.rt.now());
+                    proxy.closed(now, conn);
+                }
                 self.forget(conn);
             }
             Output::Resolve { host } => {
+                let now = self.now();
+                if let Some(ip) = self.proxy.as_mut().and_then(|p| p.placeholder(now, &host)) {
+                    // The proxy resolves the name (remote DNS).
+                    tracing::debug!(target: TRACE_TARGET, %host, placeholder = %ip, "resolve left to the proxy");
+                    self.note_tls_names(&host, &[ip]);
+                    self.engine.handle_input(
+                        now,
+                        Input::Resolved {
+                            host,
+                            addrs: vec![ip],
+                        },
+                    );
+                    return;
+                }
                 tracing::debug!(target: TRACE_TARGET, %host, "resolve");
+                self.causes.note_resolving(&host);
                 let id = self.next_lookup;
                 self.next_lookup += 1;
                 let future = self.rt.resolve(host.clone());
@@ -407,6 +446,14 @@ impl Driver {
             _ => {}
         }
     }
+    /// The device is on a new network: the proxy is tried first again.
+    fn new_network(&mut self) {
+        self.dialer.network_changed();
+        if let Some(proxy) = self.proxy.as_mut() {
+            proxy.network_changed();
+        }
+    }
+
     /// The long link's endpoint, if it is up.
     fn long_link_addr(&self) -> Option<SocketAddr> {
         match self.long_link {
@@ -416,6 +463,7 @@ impl Driver {
     }
 
     /// The handshake a connection to `addr` runs, if the client has TLS.
+    #[cfg(feature = "tls")]
     fn tls_plan(&self, addr: SocketAddr) -> Option<TlsPlan> {
         let tls = self.tls.as_ref()?;
         let host = self.tls_names.get(&addr.ip()).map(String::as_str);
@@ -430,6 +478,12 @@ impl Driver {
             start,
             timeout: tls.handshake_timeout,
         })
+    }
+
+    /// No client has TLS without the `tls` feature.
+    #[cfg(not(feature = "tls"))]
+    fn tls_plan(&self, _addr: SocketAddr) -> Option<TlsPlan> {
+        self.tls.as_ref().map(|tls| match *tls {})
     }
 
     /// Remembers which host `addrs` came from, for their TLS server names.
@@ -471,7 +525,7 @@ impl Driver {
     fn report(&mut self, r: &Report) {
         if self.pending.contains_key(&r.task) {
             self.causes
-                .note_attempt(r.task, r.endpoint, r.error.as_ref());
+                .note_attempt(r.task, r.error.as_ref(), Attempt::of(r));
         }
         let span = self
             .pending
@@ -479,14 +533,15 @@ impl Driver {
             .map_or_else(tracing::Span::none, Pending::span);
         // The proto's Duration is std's: Debug prints `1.2ms`.
         let duration = r.ended - r.started;
+
         match &r.error {
             None => tracing::debug!(target: TRACE_TARGET,
-                parent: &span, attempt = r.attempt, channel = ?r.channel, endpoint = ?r.endpoint,
+                parent: &span, attempt = r.attempt, channel = ?r.channel, endpoint = %OptAddr(r.endpoint),
                 ?duration, connect_attempts = r.connect_attempts, bytes_sent = r.bytes_sent,
                 bytes_received = r.bytes_received, "attempt succeeded"
             ),
             Some(error) => tracing::debug!(target: TRACE_TARGET,
-                parent: &span, attempt = r.attempt, channel = ?r.channel, endpoint = ?r.endpoint,
+                parent: &span, attempt = r.attempt, channel = ?r.channel, endpoint = %OptAddr(r.endpoint),
                 ?duration, connect_attempts = r.connect_attempts, %error, "attempt failed"
             ),
         }
@@ -508,12 +563,19 @@ impl Driver {
                 if self.judge.is_some() {
                     task.judge = true;
                 }
+                if task.total_timeout.is_none() {
+                    task.total_timeout = self.default_timeout;
+                }
+                let own_host = task.host.clone();
                 guard_body_source(&mut task);
                 let (cmd_id, channel) = (task.cmd_id, task.channel);
                 let cgi_span = tracing::enabled!(target: TRACE_TARGET, tracing::Level::DEBUG)
                     .then(|| task.cgi.clone());
                 match self.engine.submit(now, task) {
                     Ok(id) => {
+                        if let Some(host) = own_host {
+                            self.causes.note_task_host(id, host);
+                        }
                         let span = cgi_span.map(|cgi| {
                             Box::new(tracing::debug_span!(target: TRACE_TARGET, "stn_task", id = id.get(), cmd_id, %cgi, ?channel))
                         });
@@ -553,9 +615,16 @@ impl Driver {
                     self.engine.cancel(now, id);
                 }
             }
-            Control::NetworkChanged(kind) => self.engine.network_changed(now, kind),
+            Control::NetworkChanged(kind) => {
+                self.new_network();
+                self.engine.network_changed(now, kind);
+            }
             Control::NetworkLost => self.engine.network_lost(now),
-            Control::NetworkAvailable(kind) => self.engine.network_available(now, kind),
+            Control::NetworkAvailable(kind) => {
+                self.new_network();
+                self.engine.network_available(now, kind);
+            }
+            Control::NetworkLabel(label) => self.engine.set_network_label(now, &label),
             Control::Foreground(fg) => self.engine.set_foreground(now, fg),
             Control::Authed(authed) => self.engine.set_authed(now, authed),
             Control::HostAuthed {
@@ -584,16 +653,13 @@ impl Driver {
             Control::ExportHistory(tx) => {
                 let bytes = self
                     .engine
-                    .endpoint_history()
-                    .export(crate::history::wall_clock_secs());
+                    .export_history(crate::history::wall_clock_secs());
                 let _ = tx.send(bytes);
             }
             Control::ImportHistory(bytes, tx) => {
-                let result = self.engine.endpoint_history_mut().import(
-                    &bytes,
-                    crate::history::wall_clock_secs(),
-                    now,
-                );
+                let result =
+                    self.engine
+                        .import_history(&bytes, crate::history::wall_clock_secs(), now);
                 tracing::debug!(target: TRACE_TARGET, ?result, "ban history imported");
                 let _ = tx.send(result);
             }
@@ -705,6 +771,9 @@ impl Driver {
                     return;
                 }
                 Step::Connected => {
+                    if let Some(proxy) = self.proxy.as_mut() {
+                        proxy.connected(self.clock.to_proto(self.rt.now()), id);
+                    }
                     if let Some(h) = conn.handshaked.take() {
                         tracing::debug!(target: TRACE_TARGET, %id, duration = ?h.duration, resumed = h.resumed, early_accepted = ?h.early, "TLS handshake done");
                         let s = &mut self.tls_stats;
@@ -719,6 +788,9 @@ impl Driver {
                     self.feed(id, ConnEvent::Connected);
                 }
                 Step::TcpConnected => {
+                    if let Some(proxy) = self.proxy.as_mut() {
+                        proxy.connected(self.clock.to_proto(self.rt.now()), id);
+                    }
                     self.feed(id, ConnEvent::TcpConnected);
                 }
                 Step::EarlyData(max) => {
@@ -740,6 +812,12 @@ impl Driver {
                     }
                 }
                 Step::ConnectFailed(error, io) => {
+                    if let Some(proxy) = self.proxy.as_mut() {
+                        proxy.failed(self.clock.to_proto(self.rt.now()), id, &error);
+                        if proxy.bypassing() {
+                            tracing::debug!(target: TRACE_TARGET, proxy = proxy.label(), "proxy bypassed: connecting directly for a while");
+                        }
+                    }
                     self.causes.note_endpoint(addr, io);
                     if error.tls_failure().is_some() {
                         self.tls_stats.failed += 1;
@@ -778,12 +856,18 @@ impl Driver {
         };
         let input = match result.map(distinct_ips) {
             Ok(addrs) if !addrs.is_empty() => {
+                self.causes.note_resolved(&host, None);
                 self.note_tls_names(&host, &addrs);
                 Input::Resolved { host, addrs }
             }
-            Ok(_) => Input::ResolveFailed { host },
+            Ok(_) => {
+                let empty = io::Error::new(io::ErrorKind::NotFound, "the resolver gave no address");
+                self.causes.note_resolved(&host, Some(empty));
+                Input::ResolveFailed { host }
+            }
             Err(error) => {
                 tracing::debug!(target: TRACE_TARGET, %host, %error, "resolve failed");
+                self.causes.note_resolved(&host, Some(error));
                 Input::ResolveFailed { host }
             }
         };
@@ -931,6 +1015,18 @@ impl Drop for Driver {
         // send sees its reply's sender dropped and ends with Error::Shutdown.
         if !self.done {
             tracing::debug!(target: TRACE_TARGET, waiting = self.pending.len(), "driver dropped");
+        }
+    }
+}
+
+/// An address in a log line, or `-` before any connection was made.
+struct OptAddr(Option<SocketAddr>);
+
+impl std::fmt::Display for OptAddr {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(a) => a.fmt(f),
+            None => f.write_str("-"),
         }
     }
 }

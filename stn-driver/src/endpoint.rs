@@ -10,6 +10,8 @@ use std::str::FromStr;
 const MAX_HOST_LEN: usize = 253;
 /// Longest label of a host name (RFC 1035).
 const MAX_LABEL_LEN: usize = 63;
+/// Why port 0 is refused: nothing listens there, and the OS would pick any.
+pub(crate) const PORT_ZERO: &str = "port 0 is not a port a server listens on: give 1 to 65535";
 
 /// Where to connect: an IP address or a host name, with or without a port.
 ///
@@ -134,7 +136,15 @@ impl FromStr for Endpoint {
         if let Ok(ip) = s.parse::<IpAddr>() {
             return Ok(ip.into());
         }
+        if s.contains("://") {
+            return Err(fail(
+                "a URL is not an endpoint: give HOST or HOST:PORT, without the scheme and path",
+            ));
+        }
         if let Ok(addr) = s.parse::<SocketAddr>() {
+            if addr.port() == 0 {
+                return Err(fail(PORT_ZERO));
+            }
             return Ok(addr.into());
         }
         if s.starts_with('[') {
@@ -149,7 +159,10 @@ impl FromStr for Endpoint {
                 }
                 let port = port
                     .parse::<u16>()
-                    .map_err(|_| fail("the port must be a number from 0 to 65535"))?;
+                    .map_err(|_| fail("the port must be a number from 1 to 65535"))?;
+                if port == 0 {
+                    return Err(fail(PORT_ZERO));
+                }
                 (host, Some(port))
             }
             None => (s, None),
@@ -181,7 +194,7 @@ mod tests {
             ("::1", "::1", None),
             ("[::1]:8080", "[::1]:8080", Some(8080)),
             ("localhost", "localhost", None),
-            ("localhost:0", "localhost:0", Some(0)),
+            ("localhost:1", "localhost:1", Some(1)),
             (
                 "a-b.example_x.com.:65535",
                 "a-b.example_x.com.:65535",
@@ -217,12 +230,31 @@ mod tests {
             "1.2.3",
             "127.0.0.1:80:90",
             "h/ost",
+            "localhost:0",
+            "127.0.0.1:0",
+            "[::1]:0",
+            "http://127.0.0.1:18080",
+            "https://example.com/mars/hello2",
             &"a".repeat(64),
             &format!("{}.com", "a.".repeat(130)),
         ] {
             let err = input.parse::<Endpoint>().unwrap_err();
             assert_eq!(err.input, input);
             assert!(err.to_string().contains(&format!("{input:?}")), "{err}");
+        }
+    }
+
+    #[test]
+    fn a_url_and_port_zero_get_their_own_reason() {
+        let err = "http://127.0.0.1:18080".parse::<Endpoint>().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid endpoint \"http://127.0.0.1:18080\": a URL is not an endpoint: give HOST or \
+             HOST:PORT, without the scheme and path"
+        );
+        for zero in ["127.0.0.1:0", "localhost:0"] {
+            let err = zero.parse::<Endpoint>().unwrap_err();
+            assert_eq!(err.reason, PORT_ZERO, "{zero}");
         }
     }
 

@@ -8,26 +8,40 @@
 //! else is here. The crypto provider is ring, for every configuration these
 //! helpers make (see `docs/tls.md` for why).
 //!
+//! Without the `tls` feature (on by default) this module keeps only what
+//! the driver's connections share with it ([`TlsIo`], [`TlsState`],
+//! [`TlsStats`]): no rustls, no configuration helpers, and no client can be
+//! given a TLS configuration, so [`TlsStart`] has no value.
+//!
 //! The engine sees a TLS connection as connected once its handshake is
 //! done: a handshake that fails is a failed connect attempt
 //! ([`ConnectError::tls`](stn_proto::ConnectError::tls)), raced like a
 //! refused connect, and one that stalls is abandoned at the handshake
 //! timeout (or the race's own attempt deadline, whichever comes first).
 
+#[cfg(feature = "tls")]
 use std::fmt;
 use std::future::Future;
 use std::io;
+#[cfg(feature = "tls")]
 use std::net::IpAddr;
 use std::pin::Pin;
+#[cfg(feature = "tls")]
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
+#[cfg(feature = "tls")]
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+#[cfg(feature = "tls")]
 use rustls::client::WebPkiServerVerifier;
+#[cfg(feature = "tls")]
 use rustls::crypto::CryptoProvider;
+#[cfg(feature = "tls")]
 use rustls::pki_types::pem::PemObject;
+#[cfg(feature = "tls")]
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
+#[cfg(feature = "tls")]
 use rustls::{
     CertificateError, ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme,
 };
@@ -35,6 +49,7 @@ use stn_proto::TlsFailure;
 
 use crate::runtime::{AsyncStream, AsyncTimer, BoxFuture};
 
+#[cfg(feature = "tls")]
 pub use rustls;
 
 /// Default [`Builder::tls_handshake_timeout`](crate::Builder::tls_handshake_timeout):
@@ -43,6 +58,7 @@ pub use rustls;
 pub const DEFAULT_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// What the adapter needs to run one client handshake.
+#[cfg(feature = "tls")]
 #[derive(Clone)]
 pub struct TlsStart {
     /// The client configuration (shared by every connection of a client, so
@@ -52,6 +68,7 @@ pub struct TlsStart {
     pub server_name: ServerName<'static>,
 }
 
+#[cfg(feature = "tls")]
 impl fmt::Debug for TlsStart {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("TlsStart")
@@ -59,6 +76,12 @@ impl fmt::Debug for TlsStart {
             .finish_non_exhaustive()
     }
 }
+
+/// What the adapter needs to run one client handshake: without the `tls`
+/// feature no client has a TLS configuration, so there is none.
+#[cfg(not(feature = "tls"))]
+#[derive(Clone, Debug)]
+pub enum TlsStart {}
 
 /// A TLS client stream as the driver sees it: plaintext reads and writes
 /// ([`AsyncStream`]) and how its handshake stands.
@@ -95,6 +118,7 @@ pub struct TlsState {
 
 impl TlsState {
     /// How `conn`'s handshake stands (what a rustls-based [`TlsIo`] returns).
+    #[cfg(feature = "tls")]
     pub fn of(conn: &mut rustls::ClientConnection) -> Self {
         let handshaking = conn.is_handshaking();
         TlsState {
@@ -132,6 +156,7 @@ pub struct TlsStats {
     pub early_accepted: u64,
 }
 
+#[cfg(feature = "tls")]
 /// Why a TLS configuration could not be made.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
@@ -150,6 +175,7 @@ pub enum TlsConfigError {
     NoPlatformRoots(Vec<String>),
 }
 
+#[cfg(feature = "tls")]
 fn platform_errors(errors: &[String]) -> String {
     if errors.is_empty() {
         String::new()
@@ -158,11 +184,13 @@ fn platform_errors(errors: &[String]) -> String {
     }
 }
 
+#[cfg(feature = "tls")]
 /// The crypto provider every configuration here uses: ring.
 pub fn provider() -> Arc<CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
+#[cfg(feature = "tls")]
 /// The Mozilla root program's CAs (the `webpki-roots` crate): the same
 /// trust on every platform, with no system files read.
 pub fn webpki_roots() -> RootCertStore {
@@ -171,6 +199,7 @@ pub fn webpki_roots() -> RootCertStore {
     }
 }
 
+#[cfg(feature = "tls")]
 /// The platform's trusted CAs (`rustls-native-certs`: the CA bundle named by
 /// `SSL_CERT_FILE`/`SSL_CERT_DIR` or the distribution's on Linux, the
 /// keychain on macOS, the system store on Windows), read now. Certificates
@@ -192,6 +221,7 @@ pub fn platform_roots() -> Result<RootCertStore, TlsConfigError> {
     Ok(roots)
 }
 
+#[cfg(feature = "tls")]
 /// The certificates in `pem` (one or more `BEGIN CERTIFICATE` blocks) as
 /// roots: a private CA, or a test server's self-signed CA.
 ///
@@ -212,6 +242,7 @@ pub fn roots_from_pem(pem: &[u8]) -> Result<RootCertStore, TlsConfigError> {
     Ok(roots)
 }
 
+#[cfg(feature = "tls")]
 /// A client configuration trusting `roots`, TLS 1.3 and 1.2 with ring,
 /// rustls' in-memory session cache (256 sessions; a reconnect to a server
 /// seen before resumes), `alpn` offered in order (empty: no ALPN) and early
@@ -235,6 +266,7 @@ pub fn client_config(roots: RootCertStore, alpn: &[&[u8]]) -> Result<ClientConfi
     Ok(config)
 }
 
+#[cfg(feature = "tls")]
 /// Like [`client_config`], and the server must also present a certificate
 /// (its leaf or a CA in the chain it sends) whose SubjectPublicKeyInfo
 /// hashes (SHA-256) to one of `pins` (mobile apps' certificate pinning, as
@@ -263,6 +295,7 @@ pub fn pinned_config(
     Ok(config)
 }
 
+#[cfg(feature = "tls")]
 /// SHA-256 of a certificate's DER SubjectPublicKeyInfo: the value to pin
 /// (`openssl x509 -pubkey | openssl pkey -pubin -outform der | sha256sum`).
 ///
@@ -279,6 +312,7 @@ pub fn spki_sha256(cert: &CertificateDer<'_>) -> Result<[u8; 32], TlsConfigError
     Ok(out)
 }
 
+#[cfg(feature = "tls")]
 /// WebPKI verification, then the SPKI pin check.
 #[derive(Debug)]
 struct PinnedVerifier {
@@ -286,6 +320,7 @@ struct PinnedVerifier {
     pins: Vec<[u8; 32]>,
 }
 
+#[cfg(feature = "tls")]
 impl ServerCertVerifier for PinnedVerifier {
     fn verify_server_cert(
         &self,
@@ -338,6 +373,7 @@ impl ServerCertVerifier for PinnedVerifier {
     }
 }
 
+#[cfg(feature = "tls")]
 /// The TLS side of a client: its configuration and how each connection's
 /// server name is chosen.
 #[derive(Clone)]
@@ -348,6 +384,7 @@ pub(crate) struct ClientTls {
     pub(crate) handshake_timeout: Duration,
 }
 
+#[cfg(feature = "tls")]
 impl ClientTls {
     /// The name to verify for a connection to `ip`: the configured one, else
     /// the host name `ip` was resolved from, else the IP itself (verified
@@ -369,6 +406,12 @@ impl ClientTls {
     }
 }
 
+/// The TLS side of a client: without the `tls` feature a client has none.
+#[cfg(not(feature = "tls"))]
+#[derive(Clone)]
+pub(crate) enum ClientTls {}
+
+#[cfg(feature = "tls")]
 /// What the builder collected about TLS.
 #[derive(Default)]
 pub(crate) struct TlsOptions {
@@ -377,6 +420,7 @@ pub(crate) struct TlsOptions {
     pub(crate) handshake_timeout: Option<Duration>,
 }
 
+#[cfg(feature = "tls")]
 impl TlsOptions {
     /// The client's TLS, or none if no configuration was given (a server
     /// name or timeout alone turns nothing on).
@@ -398,6 +442,7 @@ impl TlsOptions {
     }
 }
 
+#[cfg(feature = "tls")]
 /// Parses a server name for `Builder::tls_server_name`.
 pub(crate) fn parse_server_name(name: &str) -> Result<ServerName<'static>, TlsFailure> {
     ServerName::try_from(name.to_owned()).map_err(|_| TlsFailure::InvalidServerName)
@@ -406,12 +451,21 @@ pub(crate) fn parse_server_name(name: &str) -> Result<ServerName<'static>, TlsFa
 /// The TLS failure behind an I/O error from a TLS stream, if it is one
 /// (rustls errors travel inside `io::Error`s of kind `InvalidData`).
 pub fn failure_of(e: &io::Error) -> Option<TlsFailure> {
-    let inner = e.get_ref()?.downcast_ref::<rustls::Error>()?;
-    Some(map_rustls(inner, false))
+    #[cfg(feature = "tls")]
+    {
+        let inner = e.get_ref()?.downcast_ref::<rustls::Error>()?;
+        Some(map_rustls(inner, false))
+    }
+    #[cfg(not(feature = "tls"))]
+    {
+        let _ = e;
+        None
+    }
 }
 
 /// The TLS failure a failed handshake stands for.
 pub fn handshake_failure(e: &io::Error) -> TlsFailure {
+    #[cfg(feature = "tls")]
     if let Some(inner) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
         return map_rustls(inner, true);
     }
@@ -425,6 +479,7 @@ pub fn handshake_failure(e: &io::Error) -> TlsFailure {
     }
 }
 
+#[cfg(feature = "tls")]
 /// rustls' error in the engine's vocabulary. `in_handshake`: a record that
 /// is not TLS at all, before the handshake is done, means a plaintext peer.
 fn map_rustls(e: &rustls::Error, in_handshake: bool) -> TlsFailure {
@@ -490,7 +545,7 @@ impl Future for Handshake {
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "tls"))]
 mod tests {
     use super::*;
 

@@ -1,26 +1,38 @@
 //! How the engine's cost grows with the number of tasks in flight.
 //!
-//! `cargo bench -p stn-proto --bench scale [-- --max-long N --max-short N]`
+//! `cargo bench -p stn-proto --bench scale [-- --rounds R --max-long N --max-short N --only N]`
+//! (`--only N`: the rows of that size alone, for a profiler)
 //!
 //! For each N, an in-memory server answers everything at once and the clock
 //! stands still (no timer fires): N tasks are submitted (all in flight at
 //! the same time), then every connect, write and response is fed back, until
-//! every task has finished. A row reports the time per task for the whole
-//! round (submit to `TaskFinished`; the fastest of several rounds, at least
-//! five) and the engine's heap bytes per task at the moment all N are in
-//! flight (measured by a counting allocator: bytes live then, minus bytes
-//! live before the first submit).
-//! Prints a table on stderr and one JSON object per row on stdout:
-//! `{"link":"long|short","n":N,"ns_per_task":F,"bytes_per_task":F}`.
+//! every task has finished. One sample of a row is the time per task over
+//! enough such rounds to cover a fixed number of tasks (submit to
+//! `TaskFinished`; engine set-up excluded). The rows are interleaved: each
+//! of the R rounds (default 21) takes one sample of every row, in an order
+//! rotated from round to round, so a slow spell of the machine lands on
+//! every size alike instead of on one row. A row reports the median of its
+//! R samples and their range (fastest and slowest), and the engine's heap
+//! bytes per task at the moment all N are in flight (measured by a counting
+//! allocator in the first round: bytes live then, minus bytes live before
+//! the first submit).
 //!
-//! It also prints `floor` rows (`"link":"floor"`): one hash table alone, on
-//! this machine, for the same N: one boxed record of the engine's per-task
-//! size in a hash map keyed by task id and one entry in an ordered deadline
-//! index, each inserted at submit and found and removed at the answer, in
-//! the order of the long-link round. It says what a hash-keyed table costs
-//! as N grows (its probes scatter over memory); the engine's per-task tables
-//! are windows indexed by id instead (`stn-proto/src/id_map.rs`), whose
-//! neighbouring tasks sit in neighbouring slots.
+//! Prints a table on stderr, then the growth of the per-task cost from the
+//! smallest N to the largest of each link and the engine's cost against the
+//! floor (the ratio of the medians, then the median and range of the ratio
+//! taken round by round, whose two samples shared the machine's state of
+//! that round), and one JSON object per row on stdout:
+//! `{"link":"long|short|floor","n":N,"ns_per_task":MEDIAN,"bytes_per_task":F,
+//! "ns_per_task_min":F,"ns_per_task_max":F,"rounds":R}`.
+//!
+//! The `floor` rows are one hash table alone, on this machine, for the same
+//! N: one boxed record of the engine's per-task size in a hash map keyed by
+//! task id and one entry in an ordered deadline index, each inserted at
+//! submit and found and removed at the answer, in the order of the
+//! long-link round. It says what a hash-keyed table costs as N grows (its
+//! probes scatter over memory); the engine's per-task tables are windows
+//! indexed by id instead (`stn-proto/src/id_map.rs`), whose neighbouring
+//! tasks sit in neighbouring slots.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::{BTreeMap, VecDeque};
@@ -81,13 +93,6 @@ impl Link {
             Link::Short => "short",
         }
     }
-}
-
-struct Row {
-    link: Link,
-    n: usize,
-    ns_per_task: f64,
-    bytes_per_task: f64,
 }
 
 const SHORT_PORT: u16 = 8080;
@@ -263,25 +268,101 @@ fn round(link: Link, n: usize) -> (std::time::Duration, f64) {
     (elapsed, in_flight_bytes / n as f64)
 }
 
-/// Rounds enough to cover `budget` tasks (at least 5); the fastest round
-/// counts, the others having been slowed by whatever else ran.
-fn run(link: Link, n: usize, budget: usize) -> Row {
-    let rounds = (budget / n).clamp(5, 1000);
-    let mut best = std::time::Duration::MAX;
-    let mut bytes = 0.0;
-    for i in 0..rounds {
-        let (t, b) = round(link, n);
-        best = best.min(t);
-        if i == 0 {
-            bytes = b;
+/// What a row measures.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Subject {
+    Engine(Link),
+    /// The bare hash table (see the module docs).
+    Floor,
+}
+
+impl Subject {
+    fn name(self) -> &'static str {
+        match self {
+            Subject::Engine(link) => link.name(),
+            Subject::Floor => "floor",
         }
     }
-    Row {
-        link,
-        n,
-        ns_per_task: best.as_nanos() as f64 / n as f64,
-        bytes_per_task: bytes,
+}
+
+/// One row: its samples (ns per task, one per round) and bytes per task.
+struct Row {
+    subject: Subject,
+    n: usize,
+    /// Tasks one sample covers (rounds of `n` back to back).
+    budget: usize,
+    samples: Vec<f64>,
+    bytes_per_task: f64,
+}
+
+impl Row {
+    fn new(subject: Subject, n: usize, budget: usize) -> Self {
+        Row {
+            subject,
+            n,
+            budget,
+            samples: Vec::new(),
+            bytes_per_task: match subject {
+                Subject::Engine(_) => 0.0,
+                Subject::Floor => FLOOR_RECORD as f64,
+            },
+        }
     }
+
+    /// One sample: rounds of `n` tasks covering the budget (at least one).
+    fn sample(&mut self) {
+        let rounds = (self.budget / self.n).max(1);
+        let mut total = std::time::Duration::ZERO;
+        for i in 0..rounds {
+            match self.subject {
+                Subject::Engine(link) => {
+                    let (t, bytes) = round(link, self.n);
+                    total += t;
+                    if self.samples.is_empty() && i == 0 {
+                        self.bytes_per_task = bytes;
+                    }
+                }
+                Subject::Floor => total += floor_round(self.n),
+            }
+        }
+        self.samples
+            .push(total.as_nanos() as f64 / (rounds * self.n) as f64);
+    }
+
+    fn median(&self) -> f64 {
+        median(&self.samples)
+    }
+
+    fn min(&self) -> f64 {
+        self.samples.iter().copied().fold(f64::INFINITY, f64::min)
+    }
+
+    fn max(&self) -> f64 {
+        self.samples.iter().copied().fold(0.0, f64::max)
+    }
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => f64::NAN,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
+/// `a / b` round by round: (median, fastest, slowest) of the ratios.
+fn ratio(a: &Row, b: &Row) -> (f64, f64, f64) {
+    let r: Vec<f64> = a
+        .samples
+        .iter()
+        .zip(&b.samples)
+        .map(|(x, y)| x / y)
+        .collect();
+    let lo = r.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = r.iter().copied().fold(0.0, f64::max);
+    (median(&r), lo, hi)
 }
 
 /// Bytes of the floor's per-task record: about what the engine holds per
@@ -315,15 +396,6 @@ fn floor_round(n: usize) -> std::time::Duration {
     elapsed
 }
 
-fn floor_row(n: usize, budget: usize) -> (usize, f64) {
-    let rounds = (budget / n).clamp(5, 1000);
-    let best = (0..rounds)
-        .map(|_| floor_round(n))
-        .min()
-        .unwrap_or_default();
-    (n, best.as_nanos() as f64 / n as f64)
-}
-
 fn arg(args: &[String], name: &str, default: usize) -> usize {
     args.iter()
         .position(|a| a == name)
@@ -332,53 +404,110 @@ fn arg(args: &[String], name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
+/// Tasks per sample: the largest N of each kind is one round.
+const LONG_BUDGET: usize = 100_000;
+const SHORT_BUDGET: usize = 10_000;
+const FLOOR_BUDGET: usize = 100_000;
+
 #[allow(clippy::print_stdout, clippy::print_stderr)] // a benchmark program reports
 fn main() {
     let args: Vec<String> = std::env::args().collect();
     let max_long = arg(&args, "--max-long", 100_000);
     let max_short = arg(&args, "--max-short", 10_000);
+    let rounds = arg(&args, "--rounds", 21).max(1);
+    let only = arg(&args, "--only", 0);
+    let wanted = |n: usize| only == 0 || n == only;
     let mut rows = Vec::new();
     for n in [100, 1_000, 10_000, 100_000] {
-        if n <= max_long {
-            rows.push(run(Link::Long, n, 200_000));
+        if n <= max_long && wanted(n) {
+            rows.push(Row::new(Subject::Engine(Link::Long), n, LONG_BUDGET.max(n)));
         }
     }
     for n in [100, 1_000, 10_000] {
-        if n <= max_short {
-            rows.push(run(Link::Short, n, 50_000));
+        if n <= max_short && wanted(n) {
+            rows.push(Row::new(
+                Subject::Engine(Link::Short),
+                n,
+                SHORT_BUDGET.max(n),
+            ));
         }
     }
-    let floor: Vec<(usize, f64)> = [100, 1_000, 10_000, 100_000]
-        .into_iter()
-        .filter(|&n| n <= max_long.max(max_short))
-        .map(|n| floor_row(n, 200_000))
-        .collect();
-    eprintln!("| link | in flight | ns per task | engine bytes per task |");
-    eprintln!("|---|---:|---:|---:|");
+    for n in [100, 1_000, 10_000, 100_000] {
+        if n <= max_long.max(max_short) && wanted(n) {
+            rows.push(Row::new(Subject::Floor, n, FLOOR_BUDGET.max(n)));
+        }
+    }
+    // Every round samples every row, starting one row further on each time.
+    for r in 0..rounds {
+        for k in 0..rows.len() {
+            let i = (r + k) % rows.len();
+            rows[i].sample();
+        }
+        eprint!("\rround {}/{rounds}", r + 1);
+    }
+    eprintln!();
+    eprintln!(
+        "| link | in flight | ns per task (median of {rounds}) | range | engine bytes per task |"
+    );
+    eprintln!("|---|---:|---:|---:|---:|");
     for r in &rows {
         eprintln!(
-            "| {} | {} | {:.0} | {:.0} |",
-            r.link.name(),
+            "| {} | {} | {:.0} | {:.0}–{:.0} | {:.0} |",
+            r.subject.name(),
             r.n,
-            r.ns_per_task,
+            r.median(),
+            r.min(),
+            r.max(),
             r.bytes_per_task
         );
     }
-    for (n, ns) in &floor {
-        eprintln!("| floor | {n} | {ns:.0} | {FLOOR_RECORD} |");
+    let find = |subject: Subject, n: usize| rows.iter().find(|r| r.subject == subject && r.n == n);
+    eprintln!();
+    for link in [Link::Long, Link::Short] {
+        let sizes: Vec<&Row> = rows
+            .iter()
+            .filter(|r| r.subject == Subject::Engine(link))
+            .collect();
+        if let (Some(small), Some(large)) = (sizes.first(), sizes.last()) {
+            if small.n < large.n {
+                let (med, lo, hi) = ratio(large, small);
+                eprintln!(
+                    "growth {} {} / {}: {:.2}x on the medians ({:.2}x, range {:.2}–{:.2}x round by round)",
+                    link.name(),
+                    large.n,
+                    small.n,
+                    large.median() / small.median(),
+                    med,
+                    lo,
+                    hi
+                );
+            }
+        }
+        for r in &sizes {
+            if let Some(floor) = find(Subject::Floor, r.n) {
+                let (med, lo, hi) = ratio(r, floor);
+                eprintln!(
+                    "{} at {}: {:.1}x the floor on the medians ({:.1}x, range {:.1}–{:.1}x round by round)",
+                    link.name(),
+                    r.n,
+                    r.median() / floor.median(),
+                    med,
+                    lo,
+                    hi
+                );
+            }
+        }
     }
     for r in &rows {
         println!(
-            "{{\"link\":\"{}\",\"n\":{},\"ns_per_task\":{:.1},\"bytes_per_task\":{:.1}}}",
-            r.link.name(),
+            "{{\"link\":\"{}\",\"n\":{},\"ns_per_task\":{:.1},\"bytes_per_task\":{:.1},\"ns_per_task_min\":{:.1},\"ns_per_task_max\":{:.1},\"rounds\":{}}}",
+            r.subject.name(),
             r.n,
-            r.ns_per_task,
-            r.bytes_per_task
-        );
-    }
-    for (n, ns) in &floor {
-        println!(
-            "{{\"link\":\"floor\",\"n\":{n},\"ns_per_task\":{ns:.1},\"bytes_per_task\":{FLOOR_RECORD}.0}}"
+            r.median(),
+            r.bytes_per_task,
+            r.min(),
+            r.max(),
+            r.samples.len()
         );
     }
 }

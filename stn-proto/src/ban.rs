@@ -68,6 +68,7 @@ pub use persist::ImportError;
 pub(crate) use persist::MAX_IMPORT_ENTRIES;
 #[cfg(test)]
 pub(crate) use persist::MAX_LABEL_LEN;
+pub(crate) use persist::{parse as parse_history, SECTION_HEARTBEAT};
 
 use crate::profile::Profile;
 use crate::time::Duration;
@@ -137,6 +138,10 @@ pub struct BanConfig {
     /// Order IPv6 and IPv4 alternately, IPv6 first (Mars HEAD); otherwise
     /// history and new endpoints are only mixed at random (Mars v1.3).
     pub interleave_v6_v4: bool,
+    /// With [`interleave_v6_v4`](Self::interleave_v6_v4): the first family
+    /// is the one whose best endpoint has fewer recent failures, IPv6 on a
+    /// tie (RFC 8305 §4); otherwise IPv6 always goes first (Mars HEAD).
+    pub first_family_by_history: bool,
     /// Avoid two equal IPs next to each other in the ordered list by moving the
     /// next different one forward (Mars HEAD; gives up when none is left).
     pub avoid_adjacent_duplicates: bool,
@@ -153,32 +158,6 @@ pub struct BanConfig {
 }
 
 impl BanConfig {
-    /// The values of `profile`: the `ban` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::ban as k;
-        BanConfig {
-            enabled: k::enabled(profile),
-            fail_count: k::fail_count(profile),
-            window: k::window(profile),
-            ban_time: k::ban_time(profile),
-            extend_per_consecutive: k::extend_per_consecutive(profile),
-            max_ban_time: k::max_ban_time(profile),
-            server_ban_time: k::server_ban_time(profile),
-            success_update_interval: k::success_update_interval(profile),
-            fail_update_interval: k::fail_update_interval(profile),
-            success_lifts_ban: k::success_lifts_ban(profile),
-            decay_interval: k::decay_interval(profile),
-            interleave_v6_v4: k::interleave_v6_v4(profile),
-            avoid_adjacent_duplicates: k::avoid_adjacent_duplicates(profile),
-            reload_policy: k::reload_policy(profile),
-            history_expiry: k::history_expiry(profile),
-            max_entries: k::max_entries(profile),
-            max_networks: k::max_networks(profile),
-        }
-    }
-
     /// The [`Profile::Stn`] configuration with banning switched off: history is
     /// still kept and still orders candidates, but nothing is filtered out.
     pub fn disabled() -> Self {
@@ -220,11 +199,5 @@ impl BanConfig {
     pub(crate) fn effective_decay(&self) -> Option<Duration> {
         self.decay_interval
             .map(|d| d.max(self.longest_ban()).max(Duration::from_nanos(1)))
-    }
-}
-
-impl Default for BanConfig {
-    fn default() -> Self {
-        Self::for_profile(Profile::Stn)
     }
 }

@@ -30,6 +30,9 @@ pub use crate::long_link::LongLinkConfig;
 pub use crate::monitor::{ActivityConfig, ConnectMonitorConfig, ReconnectBackoff};
 pub use crate::race::{AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor, RaceConfig};
 pub use crate::short_link::{ExchangeConfig, ExchangeTimeouts};
+pub use crate::smart_heartbeat::{
+    MarsSmartConfig, SearchConfig, SmartHeartbeatConfig, MAX_RECORDS,
+};
 pub use crate::timeout::{
     AdaptiveConfig, DynamicTimeoutConfig, NetworkTimeouts, RttConfig, SizeClassCosts, TimeoutConfig,
 };

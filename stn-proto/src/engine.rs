@@ -187,43 +187,49 @@
 //! assert!(engine.poll_timeout().map_or(true, |t| t >= now));
 //! ```
 
-use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
-use crate::ban::EndpointHistory;
-use crate::error::{Error, LimitKind as ErrorLimit, LocalError, Response, TimeoutKind};
-use crate::io::{ConnEvent, ConnId, ConnIds, IoAction};
-use crate::limit::{payload_digest, AntiAvalanche, CheckInput, LimitKind};
-use crate::long_link::{DisconnectReason, IdentifyDecision, LongLink};
+use bytes::Bytes;
+
+use crate::ban::{parse_history, EndpointHistory, ImportError, SECTION_HEARTBEAT};
+use crate::error::{Error, Headers, LocalError, ProtocolError, Response, TimeoutKind};
+use crate::io::{ConnEvent, ConnId, ConnIds};
+use crate::limit::{payload_digest, AntiAvalanche, CheckInput};
+use crate::long_link::{DisconnectReason, IdentifyDecision, LongLink, LongLinkEvent, SendError};
 use crate::monitor::Activity;
 use crate::net::{IpAddr, NetworkKind, SocketAddr};
 use crate::rng::Rng;
-use crate::short_link::ShortLinkExchange;
-use crate::task::{Channel, ChannelStrategy, Task, TaskId, TaskTable};
+use crate::short_link::{
+    EndpointReport, ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts,
+};
+use crate::smart_heartbeat::{HeartbeatState, SmartHeartbeat};
+use crate::task::{Channel, ChannelStrategy, Task, TaskId};
 use crate::time::{Duration, Instant, MonotonicClock};
 use crate::timeout::{
-    task_timeout, AdaptiveTimeouts, AttemptInput, RttConfig, RttEstimator, TaskTimeoutInput,
-    TimeoutKind as AttemptTimeoutKind,
+    task_timeout, AdaptiveTimeouts, AttemptInput, AttemptSample, TaskTimeoutInput,
 };
 
 mod auth;
-mod body;
 mod candidates;
-mod conns;
 // The invariant checker of the proptest and the `engine_ops` fuzz target.
 #[cfg(any(test, fuzzing))]
 pub(crate) mod check;
 mod config;
-mod controls;
+mod conns;
+mod dns;
 mod hedge;
 mod judge;
-mod long;
+mod long_slot;
+mod outbox;
 mod pool;
+mod probes;
 mod queue;
+mod rtt_hint;
 mod short;
+mod stage;
+mod tasks;
 mod timer_set;
 mod types;
-mod verdicts;
 mod zombies;
 
 #[cfg(test)]
@@ -238,17 +244,18 @@ pub use pool::PoolConfig;
 pub use types::{Event, Input, JudgeRequest, LinkStatus, Output, Report, SubmitError, Verdict};
 
 use auth::{Auth, AuthKey};
-use conns::{ConnTable, Owner};
-use queue::{Active, Class, Queue};
-use timer_set::TimerSet;
-use zombies::Zombies;
-
-/// The OS's initial SYN retransmission timeout (Linux, xnu: 1 s): connect
-/// times at or above it are not RTT samples (Karn's rule).
-pub(crate) const KARN_SYN_RTO: Duration = Duration::from_secs(1);
-
-/// Most host names whose resolve answers are remembered.
-const MAX_DNS_ENTRIES: usize = 64;
+use candidates::{Candidates, Sources};
+use conns::Owner;
+use judge::Scope;
+use long_slot::LongSlot;
+use outbox::Outbox;
+use pool::Pool;
+use probes::Probes;
+use queue::{Active, Class};
+use rtt_hint::RttHint;
+use short::{AttemptAction, ShortAttempt};
+use stage::{Entry, On, Pending, Stage};
+use tasks::{Stopped, Tasks};
 
 /// The long-link machine for `config` (which has a long link).
 fn long_link_machine(config: &Config, now: Instant, foreground: bool) -> LongLink {
@@ -256,118 +263,6 @@ fn long_link_machine(config: &Config, now: Instant, foreground: bool) -> LongLin
     cfg.foreground = foreground;
     cfg.monitor.seed = Rng::derive(config.seed, 2).next_u64();
     LongLink::new(now, cfg)
-}
-
-/// Where a task stands. Each stage holds what only it has; an attempt is
-/// started by [`Engine::begin_attempt`] and ended by [`Engine::end_attempt`],
-/// nowhere else.
-#[derive(Clone, Debug)]
-enum Stage {
-    /// In the queue, waiting for its turn (or its retry time, the network,
-    /// authentication, the long link, a resolve answer); the queue holds its
-    /// order and not-before time.
-    Queued,
-    /// An attempt is running.
-    Running(Attempt),
-    /// A response arrived and waits for the app's [`Verdict`]
-    /// ([`Task::judge`]); no connection is held for it.
-    Judging(Box<Pending>),
-    /// Failed and parked until a sign of connectivity (Mars zombie).
-    Parked,
-}
-
-/// The link an attempt runs on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Link {
-    Short,
-    Long,
-}
-
-impl Link {
-    fn channel(self) -> Channel {
-        match self {
-            Link::Short => Channel::Short,
-            Link::Long => Channel::Long,
-        }
-    }
-}
-
-/// A running attempt.
-#[derive(Clone, Copy, Debug)]
-struct Attempt {
-    link: Link,
-    started: Instant,
-}
-
-/// A response held until the app judges it.
-#[derive(Clone, Debug)]
-struct Pending {
-    response: Response,
-    /// The attempt's report, emitted once the verdict is known.
-    report: Report,
-}
-
-#[derive(Clone, Debug)]
-struct Entry {
-    task: Task,
-    /// Queue order key: (priority, submission counter).
-    order: (u8, u64),
-    /// Which link it may take: from the channel after the task's own rules
-    /// ([`Task::effective_channel`]) and Mars's choice at submit
-    /// ([`ChannelChoice::AtSubmit`]).
-    class: Class,
-    deadline: Instant,
-    /// End of the zombie budget, if the task may be parked.
-    budget_end: Option<Instant>,
-    retries_left: u8,
-    attempts: u32,
-    stage: Stage,
-    last_error: Option<Error>,
-    /// The once-per-task free retry after a session timeout is used.
-    session_retry_used: bool,
-    /// The once-per-task long-link rescue is used
-    /// ([`Engine::long_link_rescue`]).
-    rescue_used: bool,
-    /// The attempt [`Task::body`] was last built for by its
-    /// [`Task::body_source`] (0: never).
-    body_attempt: u32,
-    /// What it waits for, if it needs auth ([`Task::need_authed`]).
-    gate: Option<Arc<AuthKey>>,
-}
-
-impl Entry {
-    /// The running attempt on `link`, if that is where the task stands.
-    fn running_on(&self, link: Link) -> Option<Attempt> {
-        match self.stage {
-            Stage::Running(a) if a.link == link => Some(a),
-            _ => None,
-        }
-    }
-
-    /// The link of the attempt in flight or awaiting a verdict.
-    fn busy_channel(&self) -> Option<Channel> {
-        match &self.stage {
-            Stage::Running(a) => Some(a.link.channel()),
-            Stage::Judging(p) => Some(p.report.channel),
-            Stage::Queued | Stage::Parked => None,
-        }
-    }
-}
-
-#[derive(Clone, Debug, Default)]
-struct HostDns {
-    addrs: Vec<IpAddr>,
-    answered_at: Option<Instant>,
-    pending_until: Option<Instant>,
-}
-
-/// What [`Engine::stop_attempt`] stopped.
-#[derive(Debug)]
-enum Stopped {
-    /// A running attempt.
-    Running(Attempt),
-    /// A response held for the app's verdict.
-    Judged(Box<Pending>),
 }
 
 /// How [`Engine::retry_or_end`] treats a failed attempt.
@@ -383,62 +278,47 @@ struct Retry {
     delay: Option<Duration>,
 }
 
+impl Retry {
+    /// A retry on `channel`, using one of the task's retries unless `free`.
+    fn on(channel: Channel, free: bool, delay: Option<Duration>) -> Self {
+        Retry {
+            channel,
+            retryable: true,
+            free,
+            delay,
+        }
+    }
+}
+
 /// The top-level sans-IO machine. See the crate docs for what it
 /// does and the drain rule.
 #[derive(Debug)]
 pub struct Engine {
     config: Config,
     clock: MonotonicClock,
-    rng: Rng,
     ids: ConnIds,
-    next_id: TaskId,
-    counter: u64,
-    tasks: TaskTable<Entry>,
-    /// Task deadlines, of every task not parked.
-    deadlines: TimerSet<TaskId>,
-    queue: Queue,
-    zombies: Zombies,
-    /// Running short-link exchanges (boxed: they are large, and a map
-    /// moves its values as it grows).
-    short: TaskTable<ShortLinkExchange>,
-    /// The short exchanges' own timers.
-    short_timers: TimerSet<TaskId>,
-    /// Hedging state of running short-link attempts ([`HedgePolicy`]).
-    hedges: hedge::Hedges,
+    /// Every held task, its stage (a running attempt's state included) and
+    /// the indexes over them.
+    tasks: Tasks,
+    /// What the engine says, and the live connections it filters by.
+    out: Outbox,
     /// Idle keep-alive connections ([`PoolConfig`]).
-    pool: BTreeMap<ConnId, pool::Idle>,
-    /// The pool is off until then (after a stale reuse).
-    pool_off_until: Instant,
+    pool: Pool,
     /// Short-link race losers kept open until their verdict is due.
-    verdicts: verdicts::Probes,
-    conns: ConnTable,
-    history: EndpointHistory,
+    probes: Probes,
+    /// Resolve answers, endpoint history and bans, candidate order.
+    candidates: Candidates,
     timeouts: AdaptiveTimeouts,
-    /// TCP connect times only (the racing stagger's RTT hint; the timeout
-    /// machine's RTT also learns server latency).
-    connect_rtt: RttEstimator,
-    /// Races failed in a row (reset by a successful connect); from the second
-    /// one on, the RTT hint is scaled up (see `rtt_hint`).
-    failed_races: u32,
+    /// The racing stagger's RTT hint.
+    rtt: RttHint,
     limits: AntiAvalanche,
     activity: Activity,
-    dns: BTreeMap<String, HostDns>,
-    long: Option<LongLink>,
-    /// The long link's endpoint since its last connect (kept after a
-    /// disconnect: the failures of its tasks are reported after it).
-    long_endpoint: Option<SocketAddr>,
-    /// The long link asked for a connect that waits for resolve answers.
-    long_wants_connect: bool,
+    long: LongSlot,
     network: NetworkKind,
     /// The last network that was not `None`.
     last_network: NetworkKind,
     auth: Auth,
-    /// The app disabled the long link ([`Engine::set_long_link_enabled`]):
-    /// `long` is `None` though the config has one.
-    long_disabled: bool,
-    last_task_start: Instant,
     shut_down: bool,
-    actions: VecDeque<Output>,
 }
 
 impl Engine {
@@ -447,58 +327,46 @@ impl Engine {
     pub fn new(now: Instant, config: Config) -> Self {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
-        let long = config
-            .long_link
-            .as_ref()
-            .map(|_| long_link_machine(&config, now, config.foreground));
         let network = config.network;
+        let long = config.long_link.as_ref().map(|_| {
+            let mut long = long_link_machine(&config, now, config.foreground);
+            long.smart_heartbeat_mut().set_network(network);
+            long
+        });
         let timeouts_net = if network == NetworkKind::None {
             NetworkKind::Wifi
         } else {
             network
         };
+        // One full race per short-link slot.
+        let max_probes = config
+            .max_in_flight_short
+            .max(1)
+            .saturating_mul(config.exchange.race.max_open());
         Engine {
-            rng: Rng::derive(config.seed, 1),
             ids: ConnIds::new(),
-            next_id: TaskId::FIRST,
-            counter: 0,
-            tasks: TaskTable::default(),
-            deadlines: TimerSet::default(),
-            queue: Queue::default(),
-            zombies: Zombies::default(),
-            short: TaskTable::default(),
-            short_timers: TimerSet::default(),
-            hedges: hedge::Hedges::default(),
-            pool: BTreeMap::new(),
-            pool_off_until: now,
-            verdicts: verdicts::Probes::default(),
-            conns: ConnTable::default(),
-            history: EndpointHistory::new(config.ban.clone()),
+            tasks: Tasks::new(now),
+            out: Outbox::default(),
+            pool: Pool::new(now, config.socket_pool),
+            probes: Probes::new(max_probes),
+            candidates: Candidates::new(
+                EndpointHistory::new(config.ban.clone()),
+                Rng::derive(config.seed, 1),
+                config.resolve_ttl,
+                config.resolve_timeout,
+            ),
             timeouts: AdaptiveTimeouts::new(config.timeouts, timeouts_net),
-            connect_rtt: RttEstimator::new(RttConfig::STN),
-            failed_races: 0,
+            rtt: RttHint::default(),
             limits: AntiAvalanche::new(now, config.limits.clone(), config.foreground),
             activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
-            dns: BTreeMap::new(),
-            long,
-            long_endpoint: None,
-            long_wants_connect: false,
+            long: LongSlot::new(long),
             network,
             last_network: timeouts_net,
             auth: Auth::default(),
-            long_disabled: false,
-            last_task_start: now,
             shut_down: false,
-            actions: VecDeque::new(),
             clock,
             config,
         }
-    }
-
-    /// A new long-link machine, as [`new`](Self::new) makes (the app
-    /// enabled the long link again).
-    fn fresh_long_link(&self, now: Instant) -> LongLink {
-        long_link_machine(&self.config, now, self.activity.is_foreground())
     }
 
     /// The configuration.
@@ -513,27 +381,33 @@ impl Engine {
 
     /// Whether the task is still held (it has not finished).
     pub fn has_task(&self, id: TaskId) -> bool {
-        self.tasks.contains_key(&id)
+        self.tasks.contains(id)
     }
 
     /// Short-link attempts running.
     pub fn short_in_flight(&self) -> usize {
-        self.short.len()
+        self.tasks.short_running()
     }
 
     /// Tasks awaiting a response on the long link.
     pub fn long_in_flight(&self) -> usize {
-        self.long.as_ref().map_or(0, LongLink::in_flight)
+        self.long.in_flight()
     }
 
     /// Whether the long link is connected.
     pub fn long_link_connected(&self) -> bool {
-        self.long.as_ref().is_some_and(LongLink::is_connected)
+        self.long.is_connected()
+    }
+
+    /// Whether the app disabled the long link
+    /// ([`set_long_link_enabled`](Self::set_long_link_enabled)).
+    pub fn long_link_disabled(&self) -> bool {
+        self.long.is_disabled()
     }
 
     /// Connections the engine considers open (asked for, not yet closed).
     pub fn open_connections(&self) -> usize {
-        self.conns.len()
+        self.out.open_connections()
     }
 
     /// The network the engine believes it is on.
@@ -543,13 +417,13 @@ impl Engine {
 
     /// The endpoint history (bans and ordering).
     pub fn endpoint_history(&self) -> &EndpointHistory {
-        &self.history
+        self.candidates.history()
     }
 
     /// The endpoint history, to import saved history
     /// ([`EndpointHistory::import`]) or switch its network label.
     pub fn endpoint_history_mut(&mut self) -> &mut EndpointHistory {
-        &mut self.history
+        self.candidates.history_mut()
     }
 
     /// Submits a task. It gets an id and ends exactly once with
@@ -569,17 +443,22 @@ impl Engine {
         let mut channel = task.effective_channel()?;
         // A disabled long link is still configured: its tasks are accepted
         // and dispatch ends the long-only ones with the cause.
-        if self.long.is_none() && !self.long_disabled {
+        if self.long.get().is_none() && !self.long.is_disabled() {
             channel = match channel {
                 Channel::Long => return Err(SubmitError::NoLongLink),
                 Channel::Both => Channel::Short,
                 Channel::Short => Channel::Short,
             };
         }
+        if !self.config.short_link.is_configured() {
+            channel = match channel {
+                Channel::Short => return Err(SubmitError::NoShortLink),
+                Channel::Both | Channel::Long => Channel::Long,
+            };
+        }
         if self.tasks.len() >= self.config.max_queued_tasks {
             return Err(SubmitError::QueueFull);
         }
-        let id = self.allocate_id();
         let timeout = task_timeout(
             &self.config.timeouts,
             &TaskTimeoutInput {
@@ -605,8 +484,7 @@ impl Engine {
             )),
             ChannelChoice::PerAttempt => None,
         };
-        self.counter += 1;
-        let order = (task.priority, self.counter);
+        let (id, order) = self.tasks.allocate(task.priority);
         let sensitive_fail = task.network_status_sensitive
             && self.config.no_network == NoNetworkPolicy::FailSensitive
             && self.network == NetworkKind::None
@@ -614,7 +492,7 @@ impl Engine {
         let class = Class::of(channel, frozen);
         let gate = task
             .need_authed
-            .then(|| Arc::new(self.auth_key(&task, class)));
+            .then(|| Arc::new(AuthKey::of(&task, class == Class::LongOnly, &self.config)));
         let entry = Entry {
             retries_left: task.retries(),
             task,
@@ -623,30 +501,30 @@ impl Engine {
             deadline,
             budget_end,
             attempts: 0,
-            stage: Stage::Queued,
+            stage: Stage::Settling,
             last_error: None,
             session_retry_used: false,
             rescue_used: false,
             body_attempt: 0,
-            gate: gate.clone(),
+            gate,
         };
         self.tasks.insert(id, entry);
-        self.deadlines.set(id, Some(deadline));
         if sensitive_fail {
             // Mars `kEctLocalNoNet`: refused at start, never parked.
             self.finish(id, Err(LocalError::NoNetwork.into()));
         } else {
-            self.queue.insert(id, order, class, gate, now, now);
+            self.tasks.enqueue(now, id, now);
             // Mars `StartTask`: a task that may use the long link, submitted
             // in the foreground while the link is down, asks the monitor for
             // it (`MakeSureConnected`), even if it then goes short.
             if channel.allows_long() && self.activity.is_foreground() {
-                if let Some(long) = self.long.as_mut().filter(|l| !l.is_connected()) {
+                if let Some(long) = self.long.get_mut().filter(|l| !l.is_connected()) {
                     long.task_needs_link(now);
                 }
             }
         }
         self.run(now);
+        self.end_if_refused(id);
         Ok(id)
     }
 
@@ -654,7 +532,7 @@ impl Engine {
     /// unknown or finished id is ignored). Its connections are closed.
     pub fn cancel(&mut self, now: Instant, id: TaskId) {
         let now = self.clock.observe(now);
-        if self.tasks.contains_key(&id) {
+        if self.tasks.contains(id) {
             self.stop_with_report(now, id, Error::Cancelled);
             self.finish(id, Err(Error::Cancelled));
         }
@@ -666,6 +544,8 @@ impl Engine {
     /// redone and parked tasks replayed. `NetworkKind::None` is a loss.
     pub fn network_changed(&mut self, now: Instant, kind: NetworkKind) {
         let now = self.clock.observe(now);
+        // A refusal on another network says nothing about this one.
+        self.long.set_refusal(None);
         if self.shut_down {
             return;
         }
@@ -673,19 +553,18 @@ impl Engine {
         if kind != NetworkKind::None {
             self.last_network = kind;
         }
-        self.history.reset(now);
+        self.candidates.network_changed(now);
         self.timeouts.reset(self.last_network);
-        self.connect_rtt.reset();
-        self.failed_races = 0;
-        self.dns.clear();
-        self.long_wants_connect = false;
+        self.rtt.reset();
+        self.long.set_awaiting_resolve(false);
         // Mars clears the socket pool on a network change.
-        self.pool_clear();
+        self.pool.clear(&mut self.out);
         // The history was just reset: a probe's verdict would be about the
         // old network.
-        self.verdict_clear();
+        self.probes.clear(&mut self.out);
         self.redo_short_attempts(now);
-        if let Some(long) = self.long.as_mut() {
+        if let Some(long) = self.long.get_mut() {
+            long.smart_heartbeat_mut().set_network(kind);
             long.on_network_change(now);
         }
         self.pump_long(now);
@@ -700,6 +579,8 @@ impl Engine {
     /// ones until the network is back ([`NoNetworkPolicy::WaitAll`]).
     pub fn network_lost(&mut self, now: Instant) {
         let now = self.clock.observe(now);
+        // A refusal on another network says nothing about this one.
+        self.long.set_refusal(None);
         if self.config.no_network == NoNetworkPolicy::WaitAll {
             self.network = NetworkKind::None;
             self.run(now);
@@ -714,6 +595,8 @@ impl Engine {
     /// and parked ones go at once and the long link reconnects now.
     pub fn network_available(&mut self, now: Instant, kind: NetworkKind) {
         let now = self.clock.observe(now);
+        // A refusal on another network says nothing about this one.
+        self.long.set_refusal(None);
         if self.shut_down {
             return;
         }
@@ -725,8 +608,8 @@ impl Engine {
         let was_down = self.network == NetworkKind::None;
         self.network = kind;
         if was_down {
-            self.queue.release_waiting();
-            if let Some(long) = self.long.as_mut() {
+            self.tasks.release_waiting();
+            if let Some(long) = self.long.get_mut() {
                 if !long.is_connected() {
                     long.on_network_change(now);
                 }
@@ -746,7 +629,7 @@ impl Engine {
         }
         self.activity.set_foreground(now, foreground);
         self.limits.set_active(now, self.activity.is_active(now));
-        if let Some(long) = self.long.as_mut() {
+        if let Some(long) = self.long.get_mut() {
             long.set_foreground(now, foreground);
         }
         self.pump_long(now);
@@ -812,34 +695,10 @@ impl Engine {
         done
     }
 
-    /// What a need-auth task of `class` waits for (see
-    /// [`set_host_authed`](Self::set_host_authed)).
-    fn auth_key(&self, task: &Task, class: Class) -> AuthKey {
-        let host = match (class, &task.host) {
-            (Class::LongOnly, _) => self
-                .config
-                .long_link
-                .as_ref()
-                .and_then(|l| l.hosts.first().cloned()),
-            (_, Some(h)) => Some(h.clone()),
-            _ => {
-                let ep = &self.config.short_link;
-                ep.hosts
-                    .first()
-                    .or(ep.host_ports.first().map(|(h, _)| h))
-                    .cloned()
-            }
-        };
-        AuthKey {
-            host: host.unwrap_or_default(),
-            user: task.user_id.clone(),
-        }
-    }
-
     /// The app's answer to [`Event::AskIdentify`].
     pub fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
         let now = self.clock.observe(now);
-        if let Some(long) = self.long.as_mut() {
+        if let Some(long) = self.long.get_mut() {
             long.identify_answer(now, decision);
         }
         self.pump_long(now);
@@ -857,10 +716,8 @@ impl Engine {
         if self.shut_down || accepted {
             return;
         }
-        if let Some(long) = self.long.as_mut() {
-            if long.is_connected() {
-                long.disconnect(now, DisconnectReason::Reset);
-            }
+        if let Some(long) = self.long.get_mut().filter(|l| l.is_connected()) {
+            long.disconnect(now, DisconnectReason::Reset);
         }
         self.pump_long(now);
         self.run(now);
@@ -894,28 +751,25 @@ impl Engine {
             return;
         }
         self.shut_down = true;
-        let ids: Vec<TaskId> = self.tasks.keys().collect();
-        for id in &ids {
-            self.stop_with_report(now, *id, Error::Shutdown);
+        self.out.refuse_connects();
+        for id in self.tasks.ids() {
+            self.stop_with_report(now, id, Error::Shutdown);
         }
-        if let Some(long) = self.long.as_mut() {
+        if let Some(long) = self.long.get_mut() {
             long.disconnect(now, DisconnectReason::Shutdown);
         }
         self.pump_long(now);
-        let ids: Vec<TaskId> = self.tasks.keys().collect();
-        for id in ids {
+        for id in self.tasks.ids() {
             self.finish(id, Err(Error::Shutdown));
         }
-        self.pool.clear();
-        self.verdicts.clear();
-        for conn in self.conns.drain() {
-            self.actions.push_back(Output::Io(IoAction::Close { conn }));
-        }
+        self.pool.forget_all();
+        self.probes.forget_all();
+        self.out.close_all();
     }
 
     /// The next output, if any. Drain until `None` after every call.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.actions.pop_front()
+        self.out.pop()
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next. After a
@@ -925,167 +779,307 @@ impl Engine {
             return None;
         }
         let now = self.clock.latest();
-        let mut t = Instant::MAX;
-        for h in self.dns.values() {
-            if let Some(p) = h.pending_until {
-                t = t.min(p);
+        let hedges = self.config.hedge.as_ref();
+        [
+            self.candidates.next_timeout(),
+            self.tasks.next_timeout(self.config.zombie_idle_restart),
+            self.pool.next_timeout(),
+            self.probes.next_timeout(),
+            hedges.and_then(|p| self.tasks.next_hedge_start(p, self.rtt.hint())),
+            self.long.get().and_then(LongLink::poll_timeout),
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+        .filter(|&t| t != Instant::MAX)
+        .map(|t| t.max(now))
+    }
+
+    /// The app's verdict on the response of [`Event::Judge`] for `id`.
+    ///
+    /// Returns `false` (and changes nothing) if `id` is not waiting for a
+    /// verdict: unknown, already ended (cancelled, timed out), judged
+    /// already, or the engine is shut down. See [`Verdict`] for what each
+    /// verdict does. The task's deadline keeps running while the app judges.
+    pub fn judge(&mut self, now: Instant, id: TaskId, verdict: Verdict) -> bool {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return false;
+        }
+        let Some(Pending {
+            response,
+            mut report,
+        }) = self.tasks.take_judged(id).map(|p| *p)
+        else {
+            return false;
+        };
+        let channel = report.channel;
+        report.ended = now;
+        if verdict == Verdict::Accept {
+            self.out.report(report);
+            self.finish(id, Ok(response));
+            self.run(now);
+            return true;
+        }
+        report.error = Some(Error::Decode);
+        let endpoint = report.endpoint;
+        self.out.report(report);
+        let mut drop_long = channel == Channel::Long;
+        match verdict {
+            Verdict::Accept => {}
+            Verdict::End => self.end_failed(now, id, Error::Decode),
+            Verdict::Retry => {
+                // Mars: the endpoint served something the app cannot use.
+                if let Some(addr) = endpoint {
+                    self.record_endpoint(now, addr, false);
+                }
+                self.retry_or_end(now, id, Error::Decode, Retry::on(channel, false, None));
+            }
+            Verdict::SessionTimeout => {
+                // Only the session of this task's host and user expired.
+                let user = self.tasks.get(id).and_then(|e| e.task.user_id.clone());
+                if let Some(key) = self.source_auth_key(id) {
+                    self.auth.revoke(key);
+                }
+                let free = self
+                    .tasks
+                    .get_mut(id)
+                    .map(|e| !std::mem::replace(&mut e.session_retry_used, true))
+                    .unwrap_or(false);
+                self.retry_or_end(
+                    now,
+                    id,
+                    Error::Decode,
+                    Retry::on(channel, free, Some(Duration::ZERO)),
+                );
+                let scope = Scope::NeedAuth { user };
+                drop_long |= self.redo_running(now, id, &scope, Some(Duration::ZERO));
+            }
+            Verdict::RetryAll => {
+                self.retry_or_end(now, id, Error::Decode, Retry::on(channel, false, None));
+                drop_long |= self.redo_running(now, id, &Scope::All, None);
             }
         }
-        let idle = self.config.zombie_idle_restart;
-        let timers = [
-            self.deadlines.first(),
-            self.queue.next_ready_at(),
-            self.zombies.next_deadline(self.last_task_start, idle),
-            self.short_timers.first(),
-            self.pool_timeout(),
-            self.verdict_timeout(),
-            self.hedges.next_timer(),
-            self.next_hedge_start(),
-            self.long.as_ref().and_then(LongLink::poll_timeout),
-        ];
-        for x in timers.into_iter().flatten() {
-            t = t.min(x);
+        if drop_long && verdict != Verdict::End {
+            // Mars drops the long link after a batch error on it; the tasks
+            // still in flight there are redone (Interrupted).
+            if let Some(long) = self.long.get_mut().filter(|l| l.is_connected()) {
+                long.disconnect(now, DisconnectReason::Reset);
+            }
+            self.pump_long(now);
         }
-        (t != Instant::MAX).then_some(t.max(now))
+        self.run(now);
+        true
     }
 
-    // ---- bookkeeping ----
-
-    fn allocate_id(&mut self) -> TaskId {
-        let mut id = self.next_id;
-        while self.tasks.contains_key(&id) || id.is_reserved() {
-            id = id.next();
-        }
-        self.next_id = id.next();
-        id
-    }
-
-    /// Ends a task: the one place a `TaskFinished` is emitted.
-    fn finish(&mut self, id: TaskId, outcome: Result<Response, Error>) {
-        let Some(entry) = self.tasks.remove(&id) else {
+    /// Redoes every task (Mars `RedoTasks`): forgets resolved addresses,
+    /// stops every running short-link attempt and starts it again
+    /// ([`LocalError::Interrupted`]: free under the stn profile, which does
+    /// not charge a retry for a network change; under the Mars profiles it
+    /// uses a retry), reconnects the long link at once (its tasks in
+    /// flight are redone the same way) and replays parked tasks. Bans and
+    /// timeouts are kept: unlike a network change, the network is the same.
+    pub fn redo_tasks(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
             return;
+        }
+        self.candidates.forget_answers();
+        self.redo_short_attempts(now);
+        if let Some(long) = self.long.get_mut() {
+            long.on_network_change(now);
+        }
+        self.pump_long(now);
+        self.replay_zombies(now);
+        self.run(now);
+    }
+
+    /// Ends every task now with [`Error::Cancelled`] (Mars `ClearTasks`,
+    /// which drops them silently: here each still ends exactly once) and
+    /// closes their connections. Returns how many there were.
+    pub fn clear_tasks(&mut self, now: Instant) -> usize {
+        let now = self.clock.observe(now);
+        let ids = self.tasks.ids();
+        for &id in &ids {
+            self.stop_with_report(now, id, Error::Cancelled);
+            self.finish(id, Err(Error::Cancelled));
+        }
+        self.run(now);
+        ids.len()
+    }
+
+    /// Asks for the long link now if it is down (Mars
+    /// `MakesureLonglinkConnected`): its monitor connects as soon as its
+    /// schedule allows (at once unless a connect just failed). Nothing
+    /// happens if the link is up or connecting, or there is no long link.
+    pub fn make_sure_long_link_connected(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        if let Some(long) = self.long.get_mut().filter(|l| !l.is_connected()) {
+            long.task_needs_link(now);
+        }
+        self.pump_long(now);
+        self.run(now);
+    }
+
+    /// Turns the long link off or back on at run time (Mars
+    /// `DisableLongLink`; Mars has no way back but a restart).
+    ///
+    /// Disabling closes the long link (or abandons its connect) and stops
+    /// reconnecting. Its tasks in flight are interrupted
+    /// ([`LocalError::Interrupted`], as on a network change) and retried:
+    /// a task that may use the short link goes there, now and from then on
+    /// ([`Channel::Both`], and under
+    /// [`ChannelChoice::AtSubmit`](ChannelChoice::AtSubmit) a task
+    /// that chose the long link at submit). A task that can only use the
+    /// long link ends at once with
+    /// [`LocalError::LongLinkDisabled`], whether it was queued, in flight
+    /// or submitted later, rather than wait for a link that will not come.
+    /// Mars sends every task to its short-link manager once the long link is
+    /// disabled, long-only ones too, where a task without a CGI fails; stn
+    /// ends them with the long link named as the cause. Mars also leaves the
+    /// connection itself open; stn closes it, so the server sees the client
+    /// go. [`Event::LongLink`](super::Event::LongLink) reports
+    /// [`LinkStatus::Disabled`].
+    ///
+    /// Enabling starts a fresh long link (identify again, the reconnect
+    /// schedule from the start) and connects at once. Nothing happens if
+    /// the link is already in the asked state, no long link is configured,
+    /// or the engine is shut down.
+    ///
+    /// ```
+    /// use stn_proto::{Channel, Config, Engine, Event, Instant, LocalError, Output, Task};
+    /// use stn_proto::config::LongLinkEndpoints;
+    ///
+    /// let mut config = Config::default();
+    /// let mut long = LongLinkEndpoints::default();
+    /// long.ips = vec!["127.0.0.1".parse().unwrap()];
+    /// long.ports = vec![8081];
+    /// config.set_long_link(Some(long));
+    /// let mut engine = Engine::new(Instant::ZERO, config);
+    /// engine.set_long_link_enabled(Instant::ZERO, false);
+    /// let id = engine.submit(Instant::ZERO, Task::new(7, "", "x").channel(Channel::Long)).unwrap();
+    /// let ended = std::iter::from_fn(|| engine.poll_output()).find_map(|o| match o {
+    ///     Output::Event(Event::TaskFinished { id: done, outcome, .. }) if done == id => Some(outcome),
+    ///     _ => None,
+    /// });
+    /// assert_eq!(ended, Some(Err(LocalError::LongLinkDisabled.into())));
+    /// ```
+    pub fn set_long_link_enabled(&mut self, now: Instant, enabled: bool) {
+        let now = self.clock.observe(now);
+        if self.shut_down || self.config.long_link.is_none() || enabled != self.long.is_disabled() {
+            return;
+        }
+        if enabled {
+            let link = long_link_machine(&self.config, now, self.activity.is_foreground());
+            self.long.enable(link);
+        } else {
+            self.leave_long_link(now);
+            if let Some(long) = self.long.get_mut() {
+                long.disconnect(now, DisconnectReason::User);
+            }
+            // Drains the closes and interrupted tasks while the link is
+            // still there to say them; its monitor's timers go with it.
+            self.pump_long(now);
+            self.long.disable();
+            self.out.link(LinkStatus::Disabled);
+        }
+        self.run(now);
+    }
+
+    /// The current network's label, e.g. `"wifi:<ssid>"` or
+    /// `"mobile:<carrier>"` (Mars `getCurrNetLabel`): the endpoint history
+    /// switches to that network's records now
+    /// ([`EndpointHistory::switch_network`]), and the smart heartbeat uses
+    /// that network's record from the long link's next connect. Call it with
+    /// every [`network_changed`](Self::network_changed) (before or after).
+    /// Without a label every network is `""`: the Mars profile then learns
+    /// nothing (as Mars with an empty label), stn forgets its record at
+    /// every network change.
+    pub fn set_network_label(&mut self, now: Instant, label: &str) {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return;
+        }
+        if self.candidates.history().network_label() != label {
+            self.candidates.history_mut().switch_network(now, label);
+        }
+        let kind = self.network;
+        if let Some(smart) = self.long.smart_heartbeat_mut() {
+            smart.set_label(label);
+            smart.set_network(kind);
+        }
+        self.run(now);
+    }
+
+    /// The smart heartbeat's record of the current network (`None` with a
+    /// fixed interval, no long link, or before its first connect).
+    pub fn heartbeat_state(&self) -> Option<HeartbeatState> {
+        self.long.smart_heartbeat().and_then(SmartHeartbeat::state)
+    }
+
+    /// Everything learned per network, for storage: the endpoint history
+    /// ([`EndpointHistory::export`]) and the smart heartbeat's records, in
+    /// one file (version 2 of the history format;
+    /// [`import_history`](Self::import_history) reads it, and version 1).
+    /// `wall_clock_secs` is the wall-clock time (e.g. Unix seconds) of the
+    /// latest `now` the engine was given.
+    pub fn export_history(&self, wall_clock_secs: u64) -> Vec<u8> {
+        let mut heartbeat = Vec::new();
+        if let Some(smart) = self.long.smart_heartbeat() {
+            smart.encode(self.clock.latest(), wall_clock_secs, &mut heartbeat);
+        }
+        let sections = if heartbeat.is_empty() {
+            Vec::new()
+        } else {
+            vec![(SECTION_HEARTBEAT, heartbeat)]
         };
-        self.queue.remove(id);
-        self.deadlines.set(id, None);
-        self.zombies.unpark(id);
-        self.emit(Event::TaskFinished {
-            id,
-            outcome,
-            attempts: entry.attempts,
-            user_tag: entry.task.user_tag,
-        });
+        self.candidates
+            .history()
+            .export_with_sections(wall_clock_secs, &sections)
     }
 
-    fn emit(&mut self, event: Event) {
-        self.actions.push_back(Output::Event(event));
-    }
-
-    fn emit_report(&mut self, report: Report) {
-        self.emit(Event::Report(Box::new(report)));
-    }
-
-    fn emit_link(&mut self, status: LinkStatus) {
-        self.emit(Event::LongLink(status));
-    }
-
-    /// Forwards a sub-machine's socket operation, keeping the table of live
-    /// connections: nothing is ever said about a connection already closed.
-    fn emit_io(&mut self, owner: Owner, io: IoAction) {
-        match io {
-            IoAction::Connect { conn, addr } => {
-                if self.shut_down {
-                    return;
-                }
-                self.conns.insert(conn, owner);
-                self.actions
-                    .push_back(Output::Io(IoAction::Connect { conn, addr }));
-            }
-            IoAction::Send { conn, data } => {
-                if self.conns.owner(conn) == Some(owner) {
-                    self.actions
-                        .push_back(Output::Io(IoAction::Send { conn, data }));
-                }
-            }
-            IoAction::Close { conn } => {
-                if self.conns.owner(conn) == Some(owner) {
-                    self.conns.remove(conn);
-                    self.actions.push_back(Output::Io(IoAction::Close { conn }));
-                }
+    /// Loads what [`export_history`](Self::export_history) (or
+    /// `EndpointHistory::export`) wrote: endpoint records as
+    /// [`EndpointHistory::import`] does, and heartbeat records of the same
+    /// algorithm as this engine's (a record changed more recently here
+    /// wins). Returns how many endpoint entries and heartbeat records were
+    /// taken.
+    ///
+    /// # Errors
+    ///
+    /// [`ImportError`] if anything in the file is malformed; nothing
+    /// changes then.
+    pub fn import_history(
+        &mut self,
+        bytes: &[u8],
+        wall_clock_secs: u64,
+        now: Instant,
+    ) -> Result<usize, ImportError> {
+        let now = self.clock.observe(now);
+        let file = parse_history(bytes)?;
+        let mut heartbeat = None;
+        for (kind, body) in &file.sections {
+            if *kind == SECTION_HEARTBEAT {
+                heartbeat = Some(
+                    SmartHeartbeat::decode(body)
+                        .map_err(|_| ImportError::BadSection(SECTION_HEARTBEAT))?,
+                );
             }
         }
-    }
-
-    /// Stops the running attempt of `id` (if any) and reports it as ended by `error`.
-    fn stop_with_report(&mut self, now: Instant, id: TaskId, error: Error) {
-        let stopped = self.stop_attempt(now, id);
-        let report = match stopped {
-            Some(Stopped::Running(attempt)) => self.bare_report(id, attempt, now, &error),
-            // The attempt's own report, now with how it ended.
-            Some(Stopped::Judged(mut p)) => {
-                p.report.ended = now;
-                p.report.error = Some(error);
-                Some(p.report)
-            }
-            None => None,
-        };
-        if let Some(r) = report {
-            self.emit_report(r);
+        let mut taken =
+            self.candidates
+                .history_mut()
+                .apply_import(file.networks, wall_clock_secs, now);
+        if let (Some(records), Some(smart)) = (heartbeat, self.long.smart_heartbeat_mut()) {
+            taken += smart.import(records, wall_clock_secs, now);
         }
+        Ok(taken)
     }
 
-    /// Stops whatever attempt `id` has running (or the response it holds
-    /// for a verdict), without deciding its fate; the task is left queued
-    /// (out of the queue) unless it is parked.
-    fn stop_attempt(&mut self, now: Instant, id: TaskId) -> Option<Stopped> {
-        let stage = self.tasks.get(&id).map(|e| &e.stage)?;
-        let stopped = match stage {
-            Stage::Running(_) => self.end_attempt(id).map(Stopped::Running),
-            Stage::Judging(_) => self.take_judged(id).map(Stopped::Judged),
-            Stage::Queued | Stage::Parked => None,
-        };
-        if let Some(Stopped::Running(attempt)) = stopped {
-            match attempt.link {
-                Link::Short => {
-                    self.end_hedging(now, id);
-                    if let Some(ex) = self.short.remove(&id) {
-                        self.cancel_exchange(now, id, *ex);
-                    }
-                    // Safety net: nothing of this attempt stays open.
-                    self.close_short_conns(id);
-                }
-                Link::Long => {
-                    if let Some(long) = self.long.as_mut() {
-                        long.cancel_task(now, id);
-                    }
-                }
-            }
-        }
-        self.queue.remove(id);
-        self.refresh_attempt_timers(id);
-        stopped
-    }
-
-    /// Starts an attempt of `id` on `link`: the one place an attempt begins.
-    fn begin_attempt(&mut self, now: Instant, id: TaskId, link: Link) {
-        if let Some(e) = self.tasks.get_mut(&id) {
-            e.stage = Stage::Running(Attempt { link, started: now });
-            e.attempts += 1;
-            self.queue.remove(id);
-        }
-        self.last_task_start = now;
-    }
-
-    /// Ends the running attempt of `id`, if it has one: the one place an
-    /// attempt ends. The task is left queued, out of the queue, for the
-    /// caller to decide its fate.
-    fn end_attempt(&mut self, id: TaskId) -> Option<Attempt> {
-        let e = self.tasks.get_mut(&id)?;
-        let Stage::Running(attempt) = e.stage else {
-            return None;
-        };
-        e.stage = Stage::Queued;
-        Some(attempt)
-    }
+    // ---- the run loop ----
 
     /// An attempt failed (and has ended): report it, then retry if the error
     /// and the budget allow, else end.
@@ -1097,11 +1091,11 @@ impl Engine {
         channel: Channel,
         report: Option<Report>,
     ) {
-        if !self.tasks.contains_key(&id) {
+        if !self.tasks.contains(id) {
             return;
         }
         if let Some(r) = report {
-            self.emit_report(r);
+            self.out.report(r);
         }
         let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
         let free = interrupted && self.config.free_retry_on_network_change;
@@ -1147,7 +1141,7 @@ impl Engine {
         ) {
             return false;
         }
-        let Some(e) = self.tasks.get_mut(&id) else {
+        let Some(e) = self.tasks.get_mut(id) else {
             return false;
         };
         if e.rescue_used || e.retries_left > 0 || !e.task.hedge || !hedging || e.deadline <= now {
@@ -1160,7 +1154,7 @@ impl Engine {
     /// Re-queues a task whose attempt ended in `error` if `how` and its
     /// budget allow, else ends it (or parks it).
     fn retry_or_end(&mut self, now: Instant, id: TaskId, error: Error, how: Retry) {
-        let Some(entry) = self.tasks.get_mut(&id) else {
+        let Some(entry) = self.tasks.get_mut(id) else {
             return;
         };
         let interrupted = matches!(error, Error::Local(LocalError::Interrupted));
@@ -1184,67 +1178,8 @@ impl Engine {
             (_, Error::Timeout(_)) => self.config.retry_interval_after_timeout,
             _ => self.config.retry_interval,
         });
-        let (order, class, gate) = (entry.order, entry.class, entry.gate.clone());
-        self.queue.insert(id, order, class, gate, now + delay, now);
+        self.tasks.enqueue(now, id, now + delay);
     }
-
-    /// The task failed for good: park it (zombie) if it may, else finish it.
-    fn end_failed(&mut self, now: Instant, id: TaskId, error: Error) {
-        let Some(entry) = self.tasks.get_mut(&id) else {
-            return;
-        };
-        let parkable = !matches!(
-            error,
-            Error::Cancelled | Error::Shutdown | Error::Rejected(_) | Error::Decode
-        ) && !matches!(error, Error::Local(LocalError::InvalidTask(_)));
-        self.queue.remove(id);
-        if parkable && entry.budget_end.is_some_and(|b| b > now) {
-            entry.stage = Stage::Parked;
-            entry.last_error = Some(error);
-            let budget_end = entry.budget_end;
-            self.deadlines.set(id, None);
-            self.zombies.park(id, now, budget_end);
-            return;
-        }
-        self.finish(id, Err(error));
-    }
-
-    /// Replays every parked task now (Mars: one more attempt, no retries, a
-    /// fresh task timeout within the remaining budget).
-    fn replay_zombies(&mut self, now: Instant) {
-        if self.zombies.is_empty() {
-            return;
-        }
-        for id in self.zombies.ids() {
-            self.replay(now, id);
-        }
-    }
-
-    fn replay(&mut self, now: Instant, id: TaskId) {
-        let cfg = self.config.timeouts;
-        let Some(e) = self.tasks.get_mut(&id) else {
-            return;
-        };
-        let fresh = task_timeout(
-            &cfg,
-            &TaskTimeoutInput {
-                server_cost: e.task.server_process_cost,
-                retry_count: 0,
-                total_timeout: None,
-                long_polling: e.task.long_polling,
-            },
-        );
-        let budget = e.budget_end.unwrap_or(now);
-        e.deadline = (now + fresh).min(budget);
-        e.retries_left = 0;
-        e.stage = Stage::Queued;
-        let (order, class, gate, deadline) = (e.order, e.class, e.gate.clone(), e.deadline);
-        self.zombies.unpark(id);
-        self.deadlines.set(id, Some(deadline));
-        self.queue.insert(id, order, class, gate, now, now);
-    }
-
-    // ---- the run loop ----
 
     /// Everything due at `now`, then dispatch. Every entry point ends here.
     fn run(&mut self, now: Instant) {
@@ -1252,53 +1187,42 @@ impl Engine {
             return;
         }
         // Resolve answers that did not come in time count as failures.
-        let mut expired = false;
-        for h in self.dns.values_mut() {
-            if h.pending_until.is_some_and(|p| p <= now) {
-                h.pending_until = None;
-                h.addrs.clear();
-                h.answered_at = Some(now);
-                expired = true;
-            }
-        }
-        if expired && self.long_wants_connect {
+        if self.candidates.expire(now) && self.long.awaits_resolve() {
             self.long_connect(now);
         }
         // Sub-machines' own timers first: a running task's deadline is
         // theirs too, and the long link reacts to it as its profile says
         // (Mars: a batch error that drops the link).
-        for id in self.short_timers.due(now) {
-            if let Some(ex) = self.short.get_mut(&id) {
-                ex.handle_timeout(now, &mut self.ids);
+        for id in self.tasks.exchange_timers_due(now) {
+            if let Some(a) = self.tasks.get_mut(id).and_then(Entry::short_attempt_mut) {
+                a.exchange_timeout(now, &mut self.ids);
             }
             self.pump_short(now, id);
         }
-        for id in self.hedges.due(now) {
-            if let Some(ex) = self.hedges.running_mut(id) {
-                ex.handle_timeout(now, &mut self.ids);
+        for id in self.tasks.hedge_timers_due(now) {
+            if let Some(a) = self.tasks.get_mut(id).and_then(Entry::short_attempt_mut) {
+                a.hedge_timeout(now, &mut self.ids);
             }
-            self.pump_hedge(now, id);
+            self.pump_short(now, id);
         }
         self.start_due_hedges(now);
-        self.pool_expire(now);
-        self.verdict_expire(now);
-        if let Some(long) = self.long.as_mut() {
+        self.pool.expire(now, &mut self.out);
+        for r in self.probes.expire(now, &mut self.out) {
+            self.endpoint_report(now, r);
+        }
+        if let Some(long) = self.long.get_mut() {
             long.handle_timeout(now, &mut self.ids);
         }
         self.pump_long(now);
         // Task deadlines and zombie budgets, in id order.
-        let idle = self.config.zombie_idle_restart;
-        let mut due: Vec<TaskId> = self.deadlines.due(now);
-        due.extend(self.zombies.expired(now));
-        due.extend(self.zombies.restart_due(now, self.last_task_start, idle));
-        due.sort_unstable();
-        due.dedup();
-        let due: Vec<(TaskId, bool, bool)> = due
+        let due: Vec<(TaskId, bool, bool)> = self
+            .tasks
+            .due(now, self.config.zombie_idle_restart)
             .into_iter()
             .filter_map(|id| {
-                let e = self.tasks.get(&id)?;
+                let e = self.tasks.get(id)?;
                 let expired = e.budget_end.is_some_and(|b| b <= now);
-                Some((id, matches!(e.stage, Stage::Parked), expired))
+                Some((id, matches!(e.stage, Stage::Parked { .. }), expired))
             })
             .collect();
         for (id, parked, expired) in due {
@@ -1314,35 +1238,6 @@ impl Engine {
             self.end_failed(now, id, TimeoutKind::Task.into());
         }
         self.dispatch(now);
-    }
-
-    /// The report of an attempt that ended before its exchange could say
-    /// more (stopped, interrupted, out of time).
-    fn bare_report(
-        &self,
-        id: TaskId,
-        attempt: Attempt,
-        now: Instant,
-        error: &Error,
-    ) -> Option<Report> {
-        let e = self.tasks.get(&id)?;
-        Some(Report {
-            task: id,
-            attempt: e.attempts,
-            channel: attempt.link.channel(),
-            started: attempt.started,
-            ended: now,
-            endpoint: None,
-            connect_time: None,
-            handshake_time: None,
-            early_data: false,
-            first_packet_after: None,
-            connect_attempts: 0,
-            bytes_sent: 0,
-            bytes_received: 0,
-            hedges: 0,
-            error: Some(error.clone()),
-        })
     }
 
     /// Starts every queued task that may start, in queue order. Loops until
@@ -1362,7 +1257,7 @@ impl Engine {
         if self.shut_down {
             return false;
         }
-        let pass = self.queue.begin_pass(now);
+        let pass = self.tasks.begin_pass(now);
         if self.network == NetworkKind::None && self.config.no_network == NoNetworkPolicy::WaitAll {
             return false;
         }
@@ -1370,12 +1265,10 @@ impl Engine {
         let mut need_long = false;
         let mut cursor = None;
         loop {
-            let long_up = self.long_link_connected();
-            let long_room = self.long.as_ref().is_some_and(|l| {
-                l.is_connected() && l.in_flight() < self.config.long.max_in_flight_tasks
-            });
-            let long_busy = self.long.as_ref().is_some_and(|l| l.in_flight() > 0);
-            let short_room = self.short.len() < self.config.max_in_flight_short;
+            let long_up = self.long.is_connected();
+            let long_room = self.long.has_room(self.config.long.max_in_flight_tasks);
+            let long_busy = self.long.in_flight() > 0;
+            let short_room = self.tasks.short_running() < self.config.max_in_flight_short;
             let active = Active {
                 long_only: (long_up && long_room) || (!long_up && !need_long),
                 short_only: short_room,
@@ -1383,20 +1276,17 @@ impl Engine {
             };
             let auth = &self.auth;
             let Some((key, class)) =
-                self.queue
-                    .next_after(cursor, active, |k| auth.is_authed(k), pass)
+                self.tasks
+                    .next_ready(cursor, active, |k| auth.is_authed(k), pass)
             else {
                 break;
             };
             cursor = Some(key);
             let id = key.1;
-            let Some(e) = self.tasks.get(&id) else {
-                self.queue.remove(id);
+            // Only a queued task's own record puts it in the queue's indexes.
+            let Some(e) = self.tasks.get(id) else {
                 continue;
             };
-            if !matches!(e.stage, Stage::Queued) {
-                continue;
-            }
             let channel = match class {
                 Class::LongOnly => Channel::Long,
                 Class::ShortOnly => Channel::Short,
@@ -1407,7 +1297,7 @@ impl Engine {
                 },
             };
             match channel {
-                Channel::Long if self.long_disabled => {
+                Channel::Long if self.long.is_disabled() => {
                     // Disabling moved every task that may go short there:
                     // this one has nowhere to go.
                     self.finish(id, Err(LocalError::LongLinkDisabled.into()));
@@ -1436,7 +1326,7 @@ impl Engine {
             }
         }
         if need_long {
-            if let Some(long) = self.long.as_mut() {
+            if let Some(long) = self.long.get_mut() {
                 long.task_needs_link(now);
             }
             self.pump_long(now);
@@ -1447,7 +1337,7 @@ impl Engine {
     /// Anti-avalanche check for the next attempt of `id`; a rejection ends
     /// the task. Returns whether the attempt may go.
     fn pass_limits(&mut self, now: Instant, id: TaskId) -> bool {
-        let Some(e) = self.tasks.get(&id) else {
+        let Some(e) = self.tasks.get(id) else {
             return false;
         };
         let input = CheckInput {
@@ -1461,13 +1351,37 @@ impl Engine {
         match self.limits.check(now, &input) {
             Ok(()) => true,
             Err(kind) => {
-                let kind = match kind {
-                    LimitKind::Frequency => ErrorLimit::Frequency,
-                    LimitKind::Flow => ErrorLimit::Flow,
-                };
                 self.finish(id, Err(Error::Rejected(kind)));
                 false
             }
+        }
+    }
+
+    /// An attempt's timers: the adaptive layer's if `adaptive`, else Mars's
+    /// formulas with the machine's dynamic-timeout state; a long poll's
+    /// from the task.
+    fn exchange_timeouts(&self, input: &AttemptInput, adaptive: bool) -> ExchangeTimeouts {
+        let t = &self.timeouts;
+        let (first_packet, read_write, packet_gap) = if adaptive {
+            (
+                t.first_packet_timeout(input),
+                t.read_write_timeout(input),
+                t.packet_gap_timeout(input.net),
+            )
+        } else {
+            let cfg = t.config();
+            let f = crate::timeout::first_packet_timeout(cfg, input);
+            (
+                f,
+                crate::timeout::read_write_timeout(cfg, input.net, f),
+                crate::timeout::packet_gap_timeout(cfg, input.net),
+            )
+        };
+        ExchangeTimeouts {
+            first_packet,
+            read_write,
+            packet_gap,
+            long_polling: input.long_polling,
         }
     }
 
@@ -1482,92 +1396,18 @@ impl Engine {
         }
     }
 
-    // ---- connection events ----
-
-    fn conn_event(&mut self, now: Instant, conn: ConnId, event: ConnEvent) {
-        let Some(owner) = self.conns.owner(conn) else {
-            return; // closed by us, or never ours
-        };
-        if matches!(event, ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_)) {
-            self.conns.remove(conn);
-        }
-        match owner {
-            Owner::Short(id) => {
-                let hedge = self.hedges.running_mut(id).filter(|ex| ex.owns(conn));
-                if let Some(ex) = hedge {
-                    ex.handle_event(now, conn, event, &mut self.ids);
-                    self.pump_hedge(now, id);
-                } else {
-                    if let Some(ex) = self.short.get_mut(&id) {
-                        ex.handle_event(now, conn, event, &mut self.ids);
-                    }
-                    self.pump_short(now, id);
-                }
-            }
-            Owner::Long => {
-                if let Some(long) = self.long.as_mut() {
-                    long.handle_event(now, conn, event, &mut self.ids);
-                }
-                self.pump_long(now);
-            }
-            Owner::Pool => self.pool_event(conn, &event),
-            Owner::Verdict => self.verdict_event(now, conn, &event),
-        }
-    }
-
-    fn record_endpoint(&mut self, now: Instant, addr: SocketAddr, ok: bool) {
-        // Mars ignores updates while there is no network (§4.2).
-        if self.network != NetworkKind::None {
-            self.history.record(now, addr, ok);
-        }
-    }
-
-    /// The RTT hint for a race: the connect RTT; after two or more failed
-    /// races in a row, scaled up ×2, ×4, ×8, so attempts are not abandoned
-    /// forever on a path that became slower than the estimate. Not after the
-    /// first failure: an outage also fails a race, and a larger hint slows
-    /// the refresh of attempts that gets the first one through when it ends
-    /// (stn-sim sensitivity suite).
-    /// A connect succeeded after `t`. Karn's rule: a handshake slower than
-    /// the OS's initial SYN retransmission timeout ([`KARN_SYN_RTO`]) most
-    /// likely had its SYN retransmitted (or won as one of stn's passive
-    /// probes), so `t` measures the loss, not the round trip, and is not
-    /// sampled — it would inflate the racing stagger and the adaptive
-    /// timeouts. (On a path whose real RTT exceeds 1 s the timeouts then
-    /// learn from first-packet times only.)
-    fn connect_sample(&mut self, t: Duration) {
-        self.failed_races = 0;
-        if t < KARN_SYN_RTO {
-            self.timeouts.on_connect_sample(t);
-            self.connect_rtt.sample(t);
-        }
-    }
-
-    fn rtt_hint(&self) -> Option<Duration> {
-        let rtt = self.connect_rtt.srtt();
-        if self.failed_races < 2 {
-            return rtt;
-        }
-        let k = 1u32 << (self.failed_races - 1).min(3);
-        Some(rtt.unwrap_or(Duration::from_millis(500)).saturating_mul(k))
-    }
-
     /// Feeds an attempt failure to the timeout machine.
     fn note_failure(&mut self, now: Instant, error: &Error) {
         if matches!(error, Error::Connect { .. }) {
-            self.failed_races = self.failed_races.saturating_add(1);
+            self.rtt.race_failed();
         }
         match error {
-            Error::Timeout(TimeoutKind::FirstPacket | TimeoutKind::LongPolling) => {
-                self.timeouts
-                    .on_timeout(now, AttemptTimeoutKind::FirstPacket);
-            }
-            Error::Timeout(TimeoutKind::PacketGap) => {
-                self.timeouts.on_timeout(now, AttemptTimeoutKind::PacketGap);
-            }
-            Error::Timeout(TimeoutKind::ReadWrite) => {
-                self.timeouts.on_timeout(now, AttemptTimeoutKind::ReadWrite);
-            }
+            Error::Timeout(
+                kind @ (TimeoutKind::FirstPacket
+                | TimeoutKind::LongPolling
+                | TimeoutKind::PacketGap
+                | TimeoutKind::ReadWrite),
+            ) => self.timeouts.on_timeout(now, *kind),
             Error::Timeout(TimeoutKind::Task)
             | Error::Cancelled
             | Error::Shutdown
@@ -1576,9 +1416,826 @@ impl Engine {
             _ => self.timeouts.on_failure(now),
         }
     }
+
+    /// Starts a short-link attempt. Returns whether the task left the queue
+    /// (started, or ended by a limit).
+    fn start_short(&mut self, now: Instant, id: TaskId) -> bool {
+        if !self.tasks.contains(id) {
+            return false;
+        }
+        let ep = self.config.short_link.clone();
+        // A task's own host replaces the configured hosts (with or without
+        // their own ports).
+        let (hosts, host_ports) = match self.tasks.get(id).and_then(|e| e.task.host.clone()) {
+            Some(h) => (vec![h], Vec::new()),
+            None => (ep.hosts.clone(), ep.host_ports.clone()),
+        };
+        let host_header = hosts
+            .first()
+            .or(host_ports.first().map(|(h, _)| h))
+            .cloned();
+        let sources = Sources {
+            debug: ep.debug,
+            hosts: &hosts,
+            host_ports: &host_ports,
+            ips: &ep.ips,
+            addrs: &ep.addrs,
+            backups: &ep.backup_ips,
+            ports: &[ep.port],
+        };
+        let cycling = self.config.exchange.race.max_rounds.is_none();
+        let width = self.short_race_width();
+        let Some(candidates) = self.candidate_list(now, &sources, width, cycling) else {
+            return false; // waiting for a resolve answer
+        };
+        if let Some(e) = self.tasks.get_mut(id) {
+            e.build_attempt_body(id, Channel::Short);
+        }
+        if !self.pass_limits(now, id) {
+            return true;
+        }
+        let Some(e) = self.tasks.get(id) else {
+            return true;
+        };
+        let input = self.attempt_input(e, self.tasks.short_running());
+        let timeouts = self.exchange_timeouts(&input, true);
+        let req = ExchangeRequest {
+            candidates,
+            host: host_header,
+            cgi: e.task.cgi.clone(),
+            headers: e.task.headers.clone(),
+            body: e.task.body.clone(),
+            rtt_hint: self.rtt.hint(),
+            timeouts,
+            deadline: Some(e.deadline),
+            early_data: self.config.early_data && e.task.early_data,
+        };
+        let pooled = if e.task.headers.is_empty() || !pool::wants_keep_alive(&e.task) {
+            None
+        } else {
+            self.pool.take(now, &req.candidates)
+        };
+        if let Some((conn, _)) = pooled {
+            self.out.hand_over(conn, Owner::Short(id));
+        }
+        let hedging = self.config.hedge.is_some();
+        let attempt = ShortAttempt::start(
+            now,
+            &self.config.exchange,
+            req,
+            hedging,
+            pooled,
+            &mut self.ids,
+        );
+        self.tasks
+            .begin_attempt(now, id, On::Short(Box::new(attempt)));
+        self.pump_short(now, id);
+        true
+    }
+
+    /// How many candidates a short-link race gets. A race that goes round
+    /// again until the task's deadline (stn: `max_rounds` unset) gets every
+    /// candidate: over a list cut to [`Config::max_candidates`] its later
+    /// rounds retry the candidates that failed before it ever tries one cut
+    /// off, and the pool is only searched for the race's own candidates.
+    /// (Matrix cell `android-6.5 rtt150 ge10%/300ms 3g jit0 brbbbl out-none
+    /// keepalive`: the one live endpoint of six, known good and with an
+    /// idle pooled connection, was ordered sixth — history and new
+    /// endpoints are merged at random, Mars's rule — and a call raced the
+    /// five dead ones for its whole 40 s deadline.) A race of one pass
+    /// (Mars) keeps Mars's cut.
+    ///
+    /// [`Config::max_candidates`]: crate::Config::max_candidates
+    fn short_race_width(&self) -> usize {
+        if self.config.exchange.race.max_rounds.is_none() {
+            usize::MAX
+        } else {
+            self.config.max_candidates
+        }
+    }
+
+    fn short_finished(&mut self, now: Instant, id: TaskId, result: ExchangeResult) {
+        let Some(mut attempt) = self.tasks.end_attempt(id) else {
+            return;
+        };
+        let On::Short(short) = &mut attempt.on else {
+            return;
+        };
+        if let Some(kept) = result.kept {
+            self.pool.put(now, kept, self.shut_down, &mut self.out);
+        }
+        let hedged = short.close(now, Owner::Short(id), &mut self.out);
+        let Some(e) = self.tasks.get(id) else {
+            return;
+        };
+        let report = e.short_report(id, attempt.started, now, &result, hedged);
+        let cmd_id = e.task.cmd_id;
+        let send_len = e.task.body.len();
+        let class = e.class;
+        if let Some(fp) = result.first_packet_after {
+            self.timeouts.on_first_packet(fp, send_len);
+        }
+        match result.outcome {
+            Ok(resp) => {
+                let bytes = usize::try_from(result.bytes_sent + result.bytes_received)
+                    .unwrap_or(usize::MAX);
+                let cost = result.request_sent_at.map_or(Duration::ZERO, |t| now - t);
+                self.timeouts.on_success(now, AttemptSample { bytes, cost });
+                let response = Response {
+                    body: resp.body,
+                    status: Some(resp.status),
+                    cmd_id,
+                    headers: resp.headers.into(),
+                };
+                self.respond(id, response, report);
+                self.replay_zombies(now);
+            }
+            Err(error) => {
+                self.note_failure(now, &error);
+                if matches!(error, Error::Connect { .. } | Error::Dns(_)) {
+                    // The addresses did not work: ask again next time.
+                    let hosts = self.short_hosts(id);
+                    self.candidates.forget_hosts(&hosts);
+                }
+                let timed_out = matches!(error, Error::Timeout(_));
+                let stale = result.reused
+                    && result.first_packet_after.is_none()
+                    && !matches!(error, Error::Timeout(TimeoutKind::Task) | Error::Cancelled);
+                // A dead pooled connection: Mars turns the pool off.
+                let free =
+                    stale && self.pool.stale_reuse(now, timed_out, &mut self.out) == Some(true);
+                if free {
+                    self.out.report(report);
+                    let how = Retry::on(Channel::Short, true, Some(Duration::ZERO));
+                    self.retry_or_end(now, id, error, how);
+                    return;
+                }
+                if error == Error::Timeout(TimeoutKind::Task) {
+                    self.out.report(report);
+                    self.end_failed(now, id, error);
+                } else if result.connect_deterministic && self.refusal_ends(class) {
+                    // Every candidate answered no: a retry, a replay or the
+                    // rest of the deadline would meet the same answers.
+                    self.out.report(report);
+                    self.tasks.dequeue(id);
+                    self.finish(id, Err(error));
+                } else {
+                    self.attempt_failed(now, id, error, Channel::Short, Some(report));
+                }
+            }
+        }
+    }
+
+    /// Sends a task on the (connected) long link.
+    fn start_long(&mut self, now: Instant, id: TaskId) -> bool {
+        if let Some(e) = self.tasks.get_mut(id) {
+            e.build_attempt_body(id, Channel::Long);
+        }
+        if !self.pass_limits(now, id) {
+            return true;
+        }
+        let Some(e) = self.tasks.get(id) else {
+            return true;
+        };
+        let input = self.attempt_input(e, self.long_in_flight());
+        let adaptive = self.config.long_link_adaptive_timeouts;
+        // A long poll has no meaning on the long link: its frame waits for
+        // its answer under the usual timers.
+        let timeouts = ExchangeTimeouts {
+            long_polling: None,
+            ..self.exchange_timeouts(&input, adaptive)
+        };
+        let (cmd_id, body, deadline, send_only) = (
+            e.task.cmd_id,
+            e.task.body.clone(),
+            e.deadline,
+            e.task.send_only,
+        );
+        let Some(long) = self.long.get_mut() else {
+            return false;
+        };
+        match long.send_task(now, id, cmd_id, body, timeouts, Some(deadline), send_only) {
+            Ok(()) => {
+                self.tasks.begin_attempt(now, id, On::Long);
+                self.pump_long(now);
+                true
+            }
+            Err(SendError::NotConnected | SendError::TooManyInFlight) => false,
+            Err(SendError::TooLarge { .. }) => {
+                self.finish(id, Err(ProtocolError::FrameTooLarge.into()));
+                true
+            }
+            Err(SendError::ReservedId(_) | SendError::Duplicate(_)) => {
+                // Cannot happen: ids are allocated outside the reserved range
+                // and a task runs at most once. End it rather than loop.
+                self.finish(id, Err(LocalError::LongLinkUnavailable.into()));
+                true
+            }
+        }
+    }
+
+    fn long_connect(&mut self, now: Instant) {
+        let Some(ep) = self.config.long_link.clone() else {
+            return;
+        };
+        self.long.set_refusal(None);
+        let max = if self.config.long_link_races_every_candidate {
+            usize::MAX
+        } else {
+            self.config.max_candidates
+        };
+        let sources = Sources {
+            debug: ep.debug,
+            hosts: &ep.hosts,
+            host_ports: &[],
+            ips: &ep.ips,
+            addrs: &[],
+            backups: &ep.backup_ips,
+            ports: &ep.ports,
+        };
+        let cycling = self.config.long.race.max_rounds.is_none();
+        let Some(candidates) = self.candidate_list(now, &sources, max, cycling) else {
+            self.long.set_awaiting_resolve(true);
+            return;
+        };
+        self.long.set_awaiting_resolve(false);
+        let rtt = self.rtt.hint();
+        if let Some(long) = self.long.get_mut() {
+            long.connect(now, candidates, rtt, &mut self.ids);
+            self.out.event(Event::LongLink(LinkStatus::Connecting));
+        }
+        self.pump_long(now);
+    }
+
+    /// Drains the long link's events.
+    fn pump_long(&mut self, now: Instant) {
+        loop {
+            let Some(event) = self.long.get_mut().and_then(LongLink::poll_event) else {
+                return;
+            };
+            match event {
+                LongLinkEvent::Io(io) => self.out.io(Owner::Long, io),
+                LongLinkEvent::WantConnect => {
+                    if !self.shut_down {
+                        self.long_connect(now);
+                    }
+                }
+                LongLinkEvent::Connected { addr, connect_time } => {
+                    self.connect_sample(connect_time);
+                    self.long.connected_to(addr);
+                    self.out.link(LinkStatus::Connected { addr });
+                    self.replay_zombies(now);
+                }
+                LongLinkEvent::Disconnected {
+                    error,
+                    deterministic,
+                } => {
+                    if matches!(error, Some(Error::Connect { .. } | Error::Dns(_))) {
+                        let hosts = self
+                            .config
+                            .long_link
+                            .as_ref()
+                            .map(|l| l.hosts.clone())
+                            .unwrap_or_default();
+                        self.candidates.forget_hosts(&hosts);
+                    }
+                    self.out.link(LinkStatus::Disconnected);
+                    let refused = deterministic && self.config.connect_refusal_ends_task;
+                    self.long.set_refusal(error.clone().filter(|_| refused));
+                    if let Some(error) = error.filter(|e| refused || ends_long_waiters(e)) {
+                        self.fail_long_waiters(error);
+                    }
+                }
+                LongLinkEvent::Endpoint(r) => {
+                    if let Some(t) = r.connect_time.filter(|_| r.ok) {
+                        self.connect_sample(t);
+                    }
+                    self.record_endpoint(now, r.addr, r.ok);
+                }
+                LongLinkEvent::TaskSent { task } => {
+                    let Some((started, e)) = self.long_attempt(task) else {
+                        continue;
+                    };
+                    let cmd_id = e.task.cmd_id;
+                    let report = e.long_report(task, started, now, self.long.endpoint(), None);
+                    self.tasks.end_attempt(task);
+                    self.out.report(report);
+                    self.finish(
+                        task,
+                        Ok(Response {
+                            body: Bytes::new(),
+                            status: None,
+                            cmd_id,
+                            headers: Headers::default(),
+                        }),
+                    );
+                }
+                LongLinkEvent::TaskResponse {
+                    task,
+                    cmd_id,
+                    body,
+                    first_packet_after,
+                    bytes_received,
+                } => {
+                    let Some((started, e)) = self.long_attempt(task) else {
+                        continue;
+                    };
+                    let send_len = e.task.body.len();
+                    let report = Report {
+                        first_packet_after,
+                        bytes_received,
+                        ..e.long_report(task, started, now, self.long.endpoint(), None)
+                    };
+                    let cost = now - started;
+                    if let Some(fp) = first_packet_after {
+                        self.timeouts.on_first_packet(fp, send_len);
+                    }
+                    let bytes = send_len
+                        .saturating_add(usize::try_from(bytes_received).unwrap_or(usize::MAX));
+                    self.timeouts.on_success(now, AttemptSample { bytes, cost });
+                    let response = Response {
+                        body,
+                        status: None,
+                        cmd_id,
+                        headers: Headers::default(),
+                    };
+                    self.tasks.end_attempt(task);
+                    self.respond(task, response, report);
+                    self.replay_zombies(now);
+                }
+                LongLinkEvent::TaskFailed {
+                    task,
+                    error,
+                    timeout,
+                } => {
+                    let Some((started, e)) = self.long_attempt(task) else {
+                        continue;
+                    };
+                    let report = Report {
+                        timeout,
+                        ..e.long_report(
+                            task,
+                            started,
+                            now,
+                            self.long.endpoint(),
+                            Some(error.clone()),
+                        )
+                    };
+                    self.note_failure(now, &error);
+                    self.tasks.end_attempt(task);
+                    if error == Error::Timeout(TimeoutKind::Task) {
+                        self.out.report(report);
+                        self.end_failed(now, task, error);
+                    } else {
+                        self.attempt_failed(now, task, error, Channel::Long, Some(report));
+                    }
+                }
+                LongLinkEvent::Push { cmd_id, body } => {
+                    self.out.event(Event::Push { cmd_id, body });
+                }
+                LongLinkEvent::AskIdentify => self.out.event(Event::AskIdentify),
+                LongLinkEvent::IdentifyResponse { cmd_id, body } => {
+                    self.out.event(Event::IdentifyResponse { cmd_id, body });
+                }
+            }
+        }
+    }
+
+    /// A response arrived for `id`: end the task with it, or, if the task
+    /// asked to be judged, hold it and ask the app.
+    fn respond(&mut self, id: TaskId, response: Response, report: Report) {
+        let Some(e) = self.tasks.get(id) else {
+            return;
+        };
+        if !e.task.judge {
+            self.out.report(report);
+            self.finish(id, Ok(response));
+            return;
+        }
+        let request = JudgeRequest {
+            id,
+            attempt: e.attempts,
+            channel: report.channel,
+            user_tag: e.task.user_tag,
+            response: response.clone(),
+        };
+        self.tasks.judging(id, Pending { response, report });
+        self.out.event(Event::Judge(Box::new(request)));
+    }
+
+    /// The auth key a session timeout on `id` revokes: the one it waits
+    /// for, or (a task that needs no auth) the one it would.
+    fn source_auth_key(&self, id: TaskId) -> Option<AuthKey> {
+        let e = self.tasks.get(id)?;
+        Some(match &e.gate {
+            Some(key) => (**key).clone(),
+            None => AuthKey::of(&e.task, e.class == Class::LongOnly, &self.config),
+        })
+    }
+
+    /// Stops every task (but `source`) with an attempt in flight or a
+    /// response awaiting a verdict, within `scope`, and retries it (using
+    /// one of its retries) or ends it with [`Error::Decode`]. Returns
+    /// whether any of them was on the long link.
+    fn redo_running(
+        &mut self,
+        now: Instant,
+        source: TaskId,
+        scope: &Scope,
+        delay: Option<Duration>,
+    ) -> bool {
+        let mut hit: Vec<(TaskId, Channel)> = self
+            .tasks
+            .iter()
+            .filter(|(id, _)| *id != source)
+            .filter_map(|(id, e)| Some((id, e, e.busy_channel()?)))
+            .filter(|(_, e, channel)| scope.covers(&e.task, *channel))
+            .map(|(id, _, channel)| (id, channel))
+            .collect();
+        // In id order whatever the task table's iteration order.
+        hit.sort_unstable_by_key(|(id, _)| *id);
+        let mut on_long = false;
+        for (id, channel) in hit {
+            on_long |= channel == Channel::Long;
+            self.stop_with_report(now, id, Error::Decode);
+            self.retry_or_end(now, id, Error::Decode, Retry::on(channel, false, delay));
+        }
+        on_long
+    }
+
+    /// Before the long link goes: every task that can only use it ends
+    /// now (a response awaiting a verdict is left to the verdict: a retry
+    /// then ends it); every other task the long link would carry is moved to
+    /// the short link (one pass over the tasks: a rare command). Tasks of
+    /// either link running on it are interrupted by the disconnect after.
+    fn leave_long_link(&mut self, now: Instant) {
+        let mut long_class: Vec<(TaskId, bool, bool)> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| e.class == Class::LongOnly)
+            .map(|(id, e)| {
+                let may_go_short = e.task.effective_channel().is_ok_and(Channel::allows_short);
+                (id, may_go_short, matches!(e.stage, Stage::Judging(_)))
+            })
+            .collect();
+        // In id order whatever the task table's iteration order.
+        long_class.sort_unstable_by_key(|(id, ..)| *id);
+        let gone: Error = LocalError::LongLinkDisabled.into();
+        for (id, may_go_short, judging) in long_class {
+            if may_go_short {
+                let Some(e) = self.tasks.get(id) else {
+                    continue;
+                };
+                let gate = e
+                    .gate
+                    .as_ref()
+                    .map(|_| Arc::new(AuthKey::of(&e.task, false, &self.config)));
+                self.tasks.reclass(id, Class::ShortOnly, gate);
+            } else if !judging {
+                self.stop_with_report(now, id, gone.clone());
+                self.finish(id, Err(gone.clone()));
+            }
+        }
+    }
+
+    /// Stops every running short-link attempt as interrupted and lets each
+    /// task retry or end (a network change and [`redo_tasks`](Self::redo_tasks)).
+    fn redo_short_attempts(&mut self, now: Instant) {
+        let running: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| e.short_attempt().is_some())
+            .map(|(id, _)| id)
+            .collect();
+        for id in running {
+            if let Some(Stopped::Running(attempt)) = self.stop_attempt(now, id) {
+                let error: Error = LocalError::Interrupted.into();
+                let report = self.tasks.get(id).map(|e| {
+                    e.bare_report(
+                        id,
+                        attempt.channel(),
+                        attempt.started,
+                        now,
+                        Some(error.clone()),
+                    )
+                });
+                self.attempt_failed(now, id, error, Channel::Short, report);
+            }
+        }
+    }
+
+    // ---- task lifecycle ----
+
+    /// Ends a task: the one place a `TaskFinished` is emitted.
+    fn finish(&mut self, id: TaskId, outcome: Result<Response, Error>) {
+        let Some(entry) = self.tasks.remove(id) else {
+            return;
+        };
+        self.out.event(Event::TaskFinished {
+            id,
+            outcome,
+            attempts: entry.attempts,
+            user_tag: entry.task.user_tag,
+        });
+    }
+
+    /// Stops the running attempt of `id` (if any) and reports it as ended by `error`.
+    fn stop_with_report(&mut self, now: Instant, id: TaskId, error: Error) {
+        let report = match self.stop_attempt(now, id) {
+            Some(Stopped::Running(attempt)) => self
+                .tasks
+                .get(id)
+                .map(|e| e.bare_report(id, attempt.channel(), attempt.started, now, Some(error))),
+            // The attempt's own report, now with how it ended.
+            Some(Stopped::Judged(mut p)) => {
+                p.report.ended = now;
+                p.report.error = Some(error);
+                Some(p.report)
+            }
+            None => None,
+        };
+        if let Some(r) = report {
+            self.out.report(r);
+        }
+    }
+
+    /// Stops whatever attempt `id` has running (or the response it holds
+    /// for a verdict), closing what it holds, without deciding its fate.
+    fn stop_attempt(&mut self, now: Instant, id: TaskId) -> Option<Stopped> {
+        let mut stopped = self.tasks.stop(id);
+        if let Some(Stopped::Running(attempt)) = &mut stopped {
+            match &mut attempt.on {
+                On::Short(short) => short.stop(now, Owner::Short(id), &mut self.out),
+                On::Long => {
+                    if let Some(long) = self.long.get_mut() {
+                        long.cancel_task(now, id);
+                    }
+                }
+            }
+        }
+        stopped
+    }
+
+    /// The task failed for good: park it (zombie) if it may, else finish it.
+    fn end_failed(&mut self, now: Instant, id: TaskId, error: Error) {
+        let parkable = !matches!(
+            error,
+            Error::Cancelled | Error::Shutdown | Error::Rejected(_) | Error::Decode
+        ) && !matches!(error, Error::Local(LocalError::InvalidTask(_)));
+        if parkable && self.tasks.may_park(id, now) {
+            self.tasks.park(now, id, error);
+        } else {
+            self.tasks.dequeue(id);
+            self.finish(id, Err(error));
+        }
+    }
+
+    /// Replays every parked task now (Mars: one more attempt, no retries, a
+    /// fresh task timeout within the remaining budget).
+    fn replay_zombies(&mut self, now: Instant) {
+        if !self.tasks.any_parked() {
+            return;
+        }
+        for id in self.tasks.parked() {
+            self.replay(now, id);
+        }
+    }
+
+    fn replay(&mut self, now: Instant, id: TaskId) {
+        let Some(e) = self.tasks.get(id) else {
+            return;
+        };
+        let fresh = task_timeout(
+            &self.config.timeouts,
+            &TaskTimeoutInput {
+                server_cost: e.task.server_process_cost,
+                retry_count: 0,
+                total_timeout: None,
+                long_polling: e.task.long_polling,
+            },
+        );
+        self.tasks.replay(now, id, fresh);
+    }
+
+    // ---- connections and what they say ----
+
+    fn conn_event(&mut self, now: Instant, conn: ConnId, event: ConnEvent) {
+        let Some(owner) = self.out.owner(conn) else {
+            return; // closed by us, or never ours
+        };
+        if matches!(event, ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_)) {
+            self.out.ended(conn);
+        }
+        match owner {
+            Owner::Short(id) => {
+                if let Some(a) = self.tasks.get_mut(id).and_then(Entry::short_attempt_mut) {
+                    a.handle_event(now, conn, event, &mut self.ids);
+                }
+                self.pump_short(now, id);
+            }
+            Owner::Long => {
+                if let Some(long) = self.long.get_mut() {
+                    long.handle_event(now, conn, event, &mut self.ids);
+                }
+                self.pump_long(now);
+            }
+            Owner::Pool => self.pool.event(conn, &event, &mut self.out),
+            Owner::Verdict => {
+                if let Some(r) = self.probes.event(conn, &event, &mut self.out) {
+                    self.endpoint_report(now, r);
+                }
+            }
+        }
+    }
+
+    fn record_endpoint(&mut self, now: Instant, addr: SocketAddr, ok: bool) {
+        // Mars ignores updates while there is no network (§4.2).
+        if self.network != NetworkKind::None {
+            self.candidates.record(now, addr, ok);
+        }
+    }
+
+    /// A connect succeeded after `t`: a sample for the RTT hint and the
+    /// timeouts, unless Karn's rule says otherwise ([`RttHint::connected`]).
+    fn connect_sample(&mut self, t: Duration) {
+        if let Some(t) = self.rtt.connected(t) {
+            self.timeouts.on_connect_sample(t);
+        }
+    }
+
+    /// Records a short-link exchange's endpoint outcome.
+    fn endpoint_report(&mut self, now: Instant, r: EndpointReport) {
+        if let Some(t) = r.connect_time.filter(|_| r.ok) {
+            self.connect_sample(t);
+        }
+        self.record_endpoint(now, r.addr, r.ok);
+        if r.ok {
+            // A working connection is a sign of connectivity.
+            self.replay_zombies(now);
+        }
+    }
+
+    /// The candidate list for `src`, or `None` while a resolve answer is
+    /// awaited (the app is asked for the hosts it has not been yet).
+    fn candidate_list(
+        &mut self,
+        now: Instant,
+        src: &Sources<'_>,
+        max: usize,
+        cycling: bool,
+    ) -> Option<Vec<SocketAddr>> {
+        let mut ask = Vec::new();
+        let list = self.candidates.list(now, src, max, cycling, &mut ask);
+        for host in &ask {
+            self.out.resolve(host);
+        }
+        list
+    }
+
+    /// The hosts a short-link task resolves: its own, else the configured
+    /// ones (with and without their own ports).
+    fn short_hosts(&self, id: TaskId) -> Vec<String> {
+        match self.tasks.get(id).and_then(|e| e.task.host.clone()) {
+            Some(h) => vec![h],
+            None => {
+                let ep = &self.config.short_link;
+                let named = ep.host_ports.iter().map(|(h, _)| h.clone());
+                ep.hosts.iter().cloned().chain(named).collect()
+            }
+        }
+    }
+
+    fn resolved(&mut self, now: Instant, host: String, addrs: Vec<IpAddr>) {
+        // Not asked (or forgotten): ignored.
+        if self.candidates.resolved(now, &host, addrs) && self.long.awaits_resolve() {
+            self.long_connect(now);
+        }
+    }
+
+    // ---- short-link attempts ----
+
+    /// Drains a short attempt's actions, then re-reads its timers.
+    fn pump_short(&mut self, now: Instant, id: TaskId) {
+        while let Some(a) = self.tasks.get_mut(id).and_then(Entry::short_attempt_mut) {
+            let Some(action) = a.poll_action() else {
+                break;
+            };
+            match action {
+                AttemptAction::Exchange(ExchangeAction::Io(io)) => {
+                    self.out.io(Owner::Short(id), io)
+                }
+                AttemptAction::Exchange(ExchangeAction::Endpoint(r)) => {
+                    self.endpoint_report(now, r)
+                }
+                AttemptAction::Exchange(ExchangeAction::Linger { conn, addr, until }) => {
+                    let closing = self.shut_down;
+                    self.probes
+                        .take(now, conn, addr, until, closing, &mut self.out);
+                }
+                AttemptAction::Exchange(ExchangeAction::Finished(result)) => {
+                    return self.short_finished(now, id, *result)
+                }
+                AttemptAction::HedgeWon(result) => {
+                    // Stop the first exchange, then settle the attempt with
+                    // the hedge's result.
+                    a.cancel_first(now, Owner::Short(id), &mut self.out);
+                    return self.short_finished(now, id, *result);
+                }
+            }
+        }
+        self.tasks
+            .refresh_attempt_timers(id, self.config.hedge.as_ref());
+    }
+
+    /// Starts the hedges that are due at `now`.
+    fn start_due_hedges(&mut self, now: Instant) {
+        let Some(policy) = self.config.hedge else {
+            return;
+        };
+        for id in self.tasks.hedges_due(now, &policy, self.rtt.hint()) {
+            let rtt = self.rtt.hint();
+            let Some(a) = self.tasks.get_mut(id).and_then(Entry::short_attempt_mut) else {
+                continue;
+            };
+            a.start_hedge(now, &self.config.exchange, rtt, &mut self.ids);
+            self.pump_short(now, id);
+        }
+    }
+
+    // ---- long link ----
+
+    /// The task's running long-link attempt (its start), with its entry.
+    fn long_attempt(&self, task: TaskId) -> Option<(Instant, &Entry)> {
+        let e = self.tasks.get(task)?;
+        match e.running()? {
+            a if matches!(a.on, On::Long) => Some((a.started, e)),
+            _ => None,
+        }
+    }
+
+    /// Ends `id`, still queued for the long link only, with the refusal the
+    /// last long-link connect met when no connect has started since (the
+    /// monitor did not reconnect for it): the next round is seconds away
+    /// and would most likely meet the same answer, so the task is told now
+    /// ([`Config::connect_refusal_ends_task`]).
+    fn end_if_refused(&mut self, id: TaskId) {
+        let Some(refusal) = self.long.refusal() else {
+            return;
+        };
+        let waits = self
+            .tasks
+            .get(id)
+            .is_some_and(|e| e.class == Class::LongOnly && matches!(e.stage, Stage::Queued(_)));
+        if waits {
+            let error = refusal.clone();
+            self.finish(id, Err(error));
+        }
+    }
+
+    /// Whether a task of `class` whose short-link connect met only
+    /// deterministic failures ends now ([`Config::connect_refusal_ends_task`]):
+    /// it can use no other link.
+    fn refusal_ends(&self, class: Class) -> bool {
+        let no_long = self.config.long_link.is_none() || self.long.is_disabled();
+        self.config.connect_refusal_ends_task
+            && (class == Class::ShortOnly || (class == Class::Both && no_long))
+    }
+
+    /// Ends every queued task that can only use the long link with `error`
+    /// (a rare event: one pass over the tasks), and the parked ones too
+    /// under [`Config::connect_refusal_ends_task`]: their replay waits for a
+    /// connect that was just refused.
+    fn fail_long_waiters(&mut self, error: Error) {
+        let parked_too = self.config.connect_refusal_ends_task;
+        let waiting: Vec<TaskId> = self
+            .tasks
+            .iter()
+            .filter(|(_, e)| {
+                e.class == Class::LongOnly
+                    && (matches!(e.stage, Stage::Queued(_))
+                        || (parked_too && matches!(e.stage, Stage::Parked { .. })))
+            })
+            .map(|(id, _)| id)
+            .collect();
+        for id in waiting {
+            self.finish(id, Err(error.clone()));
+        }
+    }
 }
 
 /// Errors that end a task whatever its retries.
 fn shutting(error: &Error) -> bool {
     matches!(error, Error::Shutdown | Error::Cancelled)
+}
+
+/// A failed long-link connect that no reconnect fixes: every candidate of
+/// the race failed and the last one's TLS failure is permanent
+/// ([`TlsFailure::is_permanent`](crate::TlsFailure::is_permanent): the
+/// server's certificate, a server that does not speak TLS, no common
+/// parameters). Reconnecting on the monitor's schedule will meet the same
+/// failure, so the tasks that can only use the long link are told now, with
+/// that cause, instead of at their deadline.
+fn ends_long_waiters(error: &Error) -> bool {
+    matches!(error, Error::Connect { error, .. }
+        if error.tls_failure().is_some_and(crate::tls::TlsFailure::is_permanent))
 }

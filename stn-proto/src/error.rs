@@ -12,6 +12,7 @@ use core::fmt;
 
 use bytes::Bytes;
 
+use crate::limit::LimitKind;
 use crate::net::{ConnectError, SocketAddr};
 use crate::task::TaskError;
 
@@ -87,6 +88,74 @@ pub struct Response {
     /// The reply frame's `cmdid` on the long link; the task's own `cmd_id` on
     /// the short link.
     pub cmd_id: u32,
+    /// The HTTP reply's header fields (short link); empty on the long link,
+    /// whose frames have none.
+    pub headers: Headers,
+}
+
+/// The header fields of an HTTP reply, in the order received, names as the
+/// server spelled them, values trimmed.
+///
+/// ```
+/// use stn_proto::Headers;
+/// let h = Headers::from(vec![("Content-Type".to_owned(), "text/plain".to_owned())]);
+/// assert_eq!(h.get("content-type"), Some("text/plain"));
+/// assert_eq!(h.iter().count(), 1);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+// Boxed: every task's outcome passes through the engine's outputs, which stay
+// small (a thin pointer; a boxed slice is two words, and shrinking the
+// parser's vector to one would reallocate it); the long link's replies have
+// no headers and allocate nothing.
+#[allow(clippy::box_collection)]
+pub struct Headers(Option<Box<Vec<(String, String)>>>);
+
+impl Headers {
+    /// The first value of header `name`, compared ignoring ASCII case.
+    pub fn get(&self, name: &str) -> Option<&str> {
+        self.fields()
+            .iter()
+            .find(|(n, _)| n.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Every `(name, value)`, in the order received.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.fields().iter().map(|(n, v)| (n.as_str(), v.as_str()))
+    }
+
+    /// How many fields there are.
+    pub fn len(&self) -> usize {
+        self.fields().len()
+    }
+
+    /// Whether there are none (always so on the long link).
+    pub fn is_empty(&self) -> bool {
+        self.fields().is_empty()
+    }
+
+    fn fields(&self) -> &[(String, String)] {
+        self.0.as_deref().map_or(&[], Vec::as_slice)
+    }
+}
+
+impl From<Vec<(String, String)>> for Headers {
+    fn from(fields: Vec<(String, String)>) -> Self {
+        Headers((!fields.is_empty()).then(|| Box::new(fields)))
+    }
+}
+
+/// A short-link reply whose status was not 200: what the server said with
+/// its [`Error::Http`] (an error page, a JSON problem report), carried by
+/// the attempt's [`Report::http_reply`](crate::Report::http_reply).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HttpReply {
+    /// The status code.
+    pub status: u16,
+    /// Its header fields.
+    pub headers: Headers,
+    /// Its body (de-chunked, within the exchange's body cap).
+    pub body: Bytes,
 }
 
 /// How a task ended.
@@ -147,30 +216,6 @@ pub enum LocalError {
     /// `kEctLocalLongLinkUnAvailable` code).
     #[error("the long link is disabled by the app (set_long_link_enabled(false))")]
     LongLinkDisabled,
-}
-
-/// Which anti-avalanche limit refused a task (Mars `ReportTaskLimited` type).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LimitKind {
-    /// Too many identical requests (Mars `kFrequencyLimit`).
-    Frequency,
-    /// Too many request bytes on a mobile network (Mars `kFlowLimit`).
-    Flow,
-}
-
-impl fmt::Display for LimitKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            LimitKind::Frequency => {
-                "frequency limit (too many identical request bodies; \
-                 opt out per task with Task::limit_frequency(false))"
-            }
-            LimitKind::Flow => {
-                "flow limit (too many request bytes on a mobile network; \
-                 opt out per task with Task::limit_flow(false))"
-            }
-        })
-    }
 }
 
 /// Name resolution failed.
@@ -761,6 +806,7 @@ mod tests {
             body: Bytes::from_static(b"hi"),
             status: Some(200),
             cmd_id: 7,
+            headers: Headers::default(),
         });
         assert_eq!(ok.as_ref().map(|r| r.body.len()), Ok(2));
         let failed: Outcome = Err(Error::Cancelled);

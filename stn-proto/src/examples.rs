@@ -287,6 +287,7 @@ fn timeout_adaptive_adaptivetimeouts() {
     use stn_proto::time::{Duration, Instant};
     use stn_proto::timeout::*;
     use stn_proto::Profile;
+    use stn_proto::TimeoutKind;
 
     let mut t = AdaptiveTimeouts::new(TimeoutConfig::for_profile(Profile::Stn), NetworkKind::Wifi);
     let input = AttemptInput::new(NetworkKind::Wifi, 200);

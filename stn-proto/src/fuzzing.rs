@@ -1,5 +1,5 @@
 //! Fuzz target bodies, shared by the cargo-fuzz targets in `fuzz/` and the
-//! stable corpus replay of `cargo test` ([`corpus`]). Built only under
+//! stable corpus replay of `cargo test` ([`crate::fuzz_corpus`]). Built only under
 //! `cfg(fuzzing)` (cargo-fuzz sets it) and in this crate's own tests: never
 //! part of a production build, as in quinn-proto.
 //!
@@ -24,7 +24,6 @@
 //! and a `[[bin]]` in `fuzz/Cargo.toml`, and regenerate the corpus.
 
 mod ban;
-pub mod corpus;
 mod engine;
 mod http;
 mod longlink;
@@ -36,7 +35,7 @@ pub use http::http_response;
 pub use longlink::longlink_decoder;
 pub use race::race_ops;
 
-pub use corpus::Target;
+pub use crate::fuzz_corpus::Target;
 
 /// Every fuzz target.
 pub const TARGETS: &[Target] = &[
@@ -67,7 +66,7 @@ pub const TARGETS: &[Target] = &[
     },
 ];
 
-corpus::corpus_tests!(super::TARGETS);
+crate::corpus_tests!(super::TARGETS);
 
 /// Splits a fixed-size prefix off `data`, zero-padded when `data` is shorter,
 /// so every byte string is a valid input.

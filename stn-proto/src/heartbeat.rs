@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 
 use bytes::Bytes;
 
-use crate::profile::Profile;
+use crate::smart_heartbeat::SmartHeartbeatConfig;
 use crate::time::{Duration, Instant, MonotonicClock};
 
 /// stn's noop response timeout scaled from the measured RTT.
@@ -46,7 +46,11 @@ pub struct RttScaledTimeout {
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HeartbeatConfig {
-    /// Time from the last write to the next noop slot (Mars `MinHeartInterval`: 3.5 min).
+    /// Time from the last write to the next noop slot (Mars
+    /// `MinHeartInterval`: 3.5 min): always under
+    /// [`SmartHeartbeatConfig::Fixed`], else while the app is active (Mars)
+    /// or in the foreground (stn), where the smart heartbeat does not go
+    /// above it.
     pub interval: Duration,
     /// Wait for a noop or identify response (Mars: 8 s).
     pub response_timeout: Duration,
@@ -58,28 +62,9 @@ pub struct HeartbeatConfig {
     pub late_after: Duration,
     /// stn: a shorter timeout from the RTT (see `Heartbeat::set_rtt`); `None` = Mars's fixed ones.
     pub rtt_scaled: Option<RttScaledTimeout>,
-}
-
-impl HeartbeatConfig {
-    /// The values of `profile`: the `heartbeat` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::heartbeat as k;
-        HeartbeatConfig {
-            interval: k::interval(profile),
-            response_timeout: k::response_timeout(profile),
-            late_response_timeout: k::late_response_timeout(profile),
-            late_after: k::late_after(profile),
-            rtt_scaled: k::rtt_scaled(profile),
-        }
-    }
-}
-
-impl Default for HeartbeatConfig {
-    fn default() -> Self {
-        Self::for_profile(Profile::Stn)
-    }
+    /// How the interval is learned per network (`docs/heartbeat.md`);
+    /// [`SmartHeartbeatConfig::Fixed`] keeps [`interval`](Self::interval).
+    pub smart: SmartHeartbeatConfig,
 }
 
 /// The app's answer to `HeartbeatAction::AskIdentify` (Mars
@@ -150,6 +135,12 @@ struct Pending {
 pub(crate) struct Heartbeat {
     config: HeartbeatConfig,
     clock: MonotonicClock,
+    /// The interval the slot is armed with (the smart heartbeat's choice).
+    interval: Duration,
+    /// Slots fired so far (the first one at connect).
+    slots_fired: u64,
+    /// Times the slot was armed (slots and writes).
+    arms: u64,
     next_slot: Instant,
     slot_armed_at: Instant,
     pending: Option<Pending>,
@@ -180,8 +171,11 @@ impl Heartbeat {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
         Heartbeat {
+            interval: config.interval,
             config,
             clock,
+            slots_fired: 0,
+            arms: 0,
             next_slot: now,
             slot_armed_at: now,
             pending: None,
@@ -202,6 +196,41 @@ impl Heartbeat {
     /// nothing and arms no timeout.
     pub(crate) fn set_send_queue_empty(&mut self, empty: bool) {
         self.queue_empty = empty;
+    }
+
+    /// Arms the slot with `interval` from the instant it was last armed
+    /// (the last write or slot): called right after each, this is Mars's
+    /// `GetNextHeartbeatInterval` at every arm.
+    pub(crate) fn set_interval(&mut self, interval: Duration) {
+        self.interval = interval;
+        if !self.dead {
+            self.next_slot = self.slot_armed_at + interval;
+        }
+    }
+
+    /// Slots fired so far (the first one at connect).
+    pub(crate) fn slots_fired(&self) -> u64 {
+        self.slots_fired
+    }
+
+    /// Times the slot was armed so far (by a slot or a write).
+    pub(crate) fn arms(&self) -> u64 {
+        self.arms
+    }
+
+    /// Whether a noop or identify awaits its answer.
+    pub(crate) fn is_waiting(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Sends a noop now unless one (or the identify) already awaits its
+    /// answer: stn tests a link that may be dead before writing a task on it.
+    pub(crate) fn probe(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if !self.dead && self.pending.is_none() {
+            self.send_noop(now, false);
+        }
+        self.refresh(now);
     }
 
     /// The connection's smoothed RTT, used by the stn profile's timeout.
@@ -332,8 +361,9 @@ impl Heartbeat {
     }
 
     fn arm_slot(&mut self, now: Instant) {
+        self.arms += 1;
         self.slot_armed_at = now;
-        self.next_slot = now + self.config.interval;
+        self.next_slot = now + self.interval;
     }
 
     fn send_noop(&mut self, now: Instant, late: bool) {
@@ -364,6 +394,7 @@ impl Heartbeat {
         }
         if now >= self.next_slot {
             let late = now - self.slot_armed_at >= self.config.late_after;
+            self.slots_fired += 1;
             self.arm_slot(now);
             if self.pending.is_some() {
                 // One probe at a time; the pending one already tests the link.
@@ -390,6 +421,7 @@ impl Heartbeat {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::Profile;
     use proptest::prelude::*;
 
     fn t(secs: u64) -> Instant {

@@ -23,26 +23,6 @@ pub(crate) trait DenseId: Copy + Ord + Hash {
     fn from_raw(raw: u64) -> Self;
 }
 
-impl DenseId for crate::task::TaskId {
-    fn to_raw(self) -> u64 {
-        u64::from(self.get())
-    }
-    fn from_raw(raw: u64) -> Self {
-        // Only raws of this map's own keys come back (a window never spans
-        // past the largest key it was given).
-        crate::task::TaskId::new(raw as u32)
-    }
-}
-
-impl DenseId for crate::io::ConnId {
-    fn to_raw(self) -> u64 {
-        self.0
-    }
-    fn from_raw(raw: u64) -> Self {
-        crate::io::ConnId(raw)
-    }
-}
-
 /// The window holds at most this many slots per live entry in it, plus
 /// [`SLACK`]: memory stays within a few slots per entry while interleaved ids
 /// (tasks of another link in between) still fit in the window.

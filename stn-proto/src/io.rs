@@ -4,7 +4,9 @@
 
 use bytes::Bytes;
 
+use crate::id_map::DenseId;
 use crate::net::{ConnectError, SocketAddr};
+use crate::tls::TlsFailure;
 
 /// Names one TCP connection for its whole life. Ids are never reused within
 /// one engine, so a late event for a closed connection can be recognised and
@@ -128,7 +130,7 @@ pub enum CloseReason {
     Error(i32),
     /// TLS ended the connection (a fatal alert, a corrupt record): the
     /// typed cause.
-    Tls(crate::tls::TlsFailure),
+    Tls(TlsFailure),
 }
 
 impl core::fmt::Display for CloseReason {
@@ -139,6 +141,31 @@ impl core::fmt::Display for CloseReason {
             CloseReason::Error(code) => write!(f, "socket error (os error {code})"),
             CloseReason::Tls(tls) => write!(f, "TLS failed: {tls}"),
         }
+    }
+}
+
+impl CloseReason {
+    /// An open connection ended by a TLS failure.
+    pub const fn tls(failure: TlsFailure) -> CloseReason {
+        CloseReason::Tls(failure)
+    }
+
+    /// The TLS failure this is, if it is one ([`CloseReason::tls`]).
+    pub const fn tls_failure(&self) -> Option<TlsFailure> {
+        match self {
+            CloseReason::Tls(failure) => Some(*failure),
+            _ => None,
+        }
+    }
+}
+
+/// Connection ids are handed out in order: a dense key for the engine's tables.
+impl DenseId for ConnId {
+    fn to_raw(self) -> u64 {
+        self.0
+    }
+    fn from_raw(raw: u64) -> Self {
+        ConnId(raw)
     }
 }
 

@@ -28,7 +28,11 @@
 //!   [`ConnectError`], [`TlsFailure`], [`NetworkKind`], [`Instant`];
 //! - [`EndpointHistory`]: bans, candidate order, export and import;
 //! - [`codec`]: the long-link frame codec and the short-link HTTP codec, for
-//!   servers and tools that speak the same wire formats.
+//!   servers and tools that speak the same wire formats;
+//! - [`proxy`]: the HTTP CONNECT and SOCKS5 handshakes and the proxy's own
+//!   failure handling, which an executor runs beside the engine;
+//! - [`nat64`]: the NAT64 prefix of an IPv6-only network (RFC 7050) and
+//!   address synthesis (RFC 6052), for the executor's connects.
 //!
 //! **The drain rule: after every command, input or timeout given to a
 //! machine, drain its output ([`Engine::poll_output`]) until `None`, then read
@@ -97,6 +101,11 @@ mod engine;
 mod error;
 #[cfg(test)]
 mod examples;
+// What a fuzz target is and the corpus replay, for every crate with fuzz
+// targets (stn-sim and stn-server enable `fuzz-corpus` in their tests).
+#[cfg(any(fuzzing, test, feature = "fuzz-corpus"))]
+#[doc(hidden)]
+pub mod fuzz_corpus;
 // Fuzz target bodies: cargo-fuzz builds set `cfg(fuzzing)`; tests replay the corpus.
 #[cfg(any(fuzzing, test))]
 pub mod fuzzing;
@@ -106,13 +115,18 @@ mod io;
 mod limit;
 mod long_link;
 mod monitor;
+pub mod nat64;
 mod net;
 mod profile;
+pub mod proxy;
 mod race;
 mod rng;
 mod short_link;
 mod small_map;
+mod smart_heartbeat;
 mod task;
+#[cfg(test)]
+mod test_util;
 mod time;
 mod timeout;
 mod tls;
@@ -124,20 +138,19 @@ pub use engine::{
 pub use profile::{Profile, UnknownProfile};
 // Tasks and how they end.
 pub use error::{
-    DnsError, Error, ErrorFamily, LimitKind, LocalError, Outcome, ProtocolError, Response,
+    DnsError, Error, ErrorFamily, Headers, HttpReply, LocalError, Outcome, ProtocolError, Response,
     SocketError, TimeoutKind,
 };
+pub use limit::LimitKind;
 pub use task::{BodyRequest, BodySource, Channel, ChannelStrategy, Task, TaskError, TaskId};
 // The adapter's side: sockets, the network, time.
 pub use io::{CloseReason, ConnEvent, ConnId, IoAction};
 pub use net::{ConnectError, NetworkKind};
 pub use time::{Duration, Instant};
 pub use tls::TlsFailure;
-// The long link's identify step and link events.
+// The long link's identify step.
 pub use heartbeat::IdentifyDecision;
-pub use long_link::{DisconnectReason, LinkState, LongLinkEvent};
-pub use race::AttemptResult;
-pub use short_link::EndpointReport;
+pub use smart_heartbeat::HeartbeatState;
 // Endpoint history: bans, ordering, persistence.
 pub use ban::{EndpointHistory, EndpointStats, ImportError};
 // The deterministic PRNG every random choice comes from.

@@ -18,7 +18,6 @@
 //! (The example runs as the unit test `examples::limit`.)
 
 use crate::net::NetworkKind;
-use crate::profile::Profile;
 use crate::time::{Duration, Instant, MonotonicClock};
 
 /// Adler-32 of `data` (RFC 1950), the key Mars uses for the frequency table.
@@ -42,15 +41,30 @@ pub(crate) fn payload_digest(data: &[u8]) -> u32 {
     (b << 16) | a
 }
 
-/// Which limit rejected a request (Mars `kFrequencyLimit = 1`, `kFlowLimit = 2`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, thiserror::Error)]
-pub(crate) enum LimitKind {
-    /// Too many identical payloads ([`FrequencyLimit`]).
-    #[error("rejected by the frequency limit: too many identical requests")]
+/// Which anti-avalanche limit refused a task (Mars `ReportTaskLimited`
+/// type: `kFrequencyLimit = 1`, `kFlowLimit = 2`): the frequency limit
+/// ([`FrequencyLimitConfig`]) or the flow limit ([`FlowLimitConfig`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum LimitKind {
+    /// Too many identical requests (Mars `kFrequencyLimit`).
     Frequency,
-    /// Too many request bytes on a mobile network ([`FlowLimit`]).
-    #[error("rejected by the flow limit: too many request bytes on a mobile network")]
+    /// Too many request bytes on a mobile network (Mars `kFlowLimit`).
     Flow,
+}
+
+impl core::fmt::Display for LimitKind {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.write_str(match self {
+            LimitKind::Frequency => {
+                "frequency limit (too many identical request bodies; \
+                 opt out per task with Task::limit_frequency(false))"
+            }
+            LimitKind::Flow => {
+                "flow limit (too many request bytes on a mobile network; \
+                 opt out per task with Task::limit_flow(false))"
+            }
+        })
+    }
 }
 
 /// Constants of the `FrequencyLimit`.
@@ -70,29 +84,6 @@ pub struct FrequencyLimitConfig {
     pub keep_min_count: u32,
     /// A surviving record's count is capped at this (Mars: 99).
     pub keep_count_cap: u32,
-}
-
-impl FrequencyLimitConfig {
-    /// The values of `profile`: the `frequency` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::frequency as k;
-        FrequencyLimitConfig {
-            max_records: k::max_records(profile),
-            max_count: k::max_count(profile),
-            clear_interval: k::clear_interval(profile),
-            keep_window: k::keep_window(profile),
-            keep_min_count: k::keep_min_count(profile),
-            keep_count_cap: k::keep_count_cap(profile),
-        }
-    }
-}
-
-impl Default for FrequencyLimitConfig {
-    fn default() -> Self {
-        Self::for_profile(Profile::Stn)
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,27 +202,6 @@ pub struct FlowLimitConfig {
     pub inactive_level_cap: u64,
 }
 
-impl FlowLimitConfig {
-    /// The values of `profile`: the `flow` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::flow as k;
-        FlowLimitConfig {
-            capacity: k::capacity(profile),
-            active_drain_per_sec: k::active_drain_per_sec(profile),
-            inactive_drain_per_sec: k::inactive_drain_per_sec(profile),
-            inactive_level_cap: k::inactive_level_cap(profile),
-        }
-    }
-}
-
-impl Default for FlowLimitConfig {
-    fn default() -> Self {
-        Self::for_profile(Profile::Stn)
-    }
-}
-
 /// A leaky bucket of request bytes (Mars `FlowLimit`).
 ///
 /// Each accepted request adds its length; the level drains at the active or
@@ -330,16 +300,6 @@ pub struct AntiAvalancheConfig {
     pub flow: FlowLimitConfig,
 }
 
-impl AntiAvalancheConfig {
-    /// The constants for `profile` (the same in every profile, see the module docs).
-    pub fn for_profile(profile: Profile) -> Self {
-        AntiAvalancheConfig {
-            frequency: FrequencyLimitConfig::for_profile(profile),
-            flow: FlowLimitConfig::for_profile(profile),
-        }
-    }
-}
-
 /// One request to check, as the task's encoder produced it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct CheckInput {
@@ -412,6 +372,7 @@ impl AntiAvalanche {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::Profile;
     use proptest::prelude::*;
 
     const MIN: u64 = 60;

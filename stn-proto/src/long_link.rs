@@ -39,7 +39,8 @@
 //!
 //! A connect that fails ends with [`LongLinkEvent::Disconnected`] carrying
 //! [`Error::Connect`] (the last address tried and its error), or
-//! [`DnsError::NoCandidates`] for an empty list.
+//! [`DnsError::NoCandidates`] for an empty list, and says whether every
+//! candidate failed deterministically (refused, or a permanent TLS failure).
 //!
 //! # Heartbeat and identify
 //!
@@ -79,7 +80,6 @@ use crate::error::{DnsError, Error, LocalError, ProtocolError, SocketError, Time
 use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
 use crate::monitor::{ConnectMonitor, ConnectMonitorConfig, MonitorAction};
 use crate::net::{ConnectError, SocketAddr};
-use crate::profile::Profile;
 use crate::race::{AttemptId, FailReason, Race, RaceAction, RaceConfig};
 use crate::task::TaskId;
 use crate::time::{Duration, Instant, MonotonicClock};
@@ -88,11 +88,12 @@ mod in_flight;
 #[cfg(test)]
 mod tests;
 
-use in_flight::{InFlight, Running};
+use in_flight::{Fired, InFlight, Running};
 
 use crate::heartbeat::{Heartbeat, HeartbeatAction, IdentifyState};
 pub(crate) use crate::heartbeat::{HeartbeatConfig, IdentifyDecision};
 pub(crate) use crate::short_link::{EndpointReport, ExchangeTimeouts};
+use crate::smart_heartbeat::{AppState, LinkLoss, SmartHeartbeat};
 
 /// Configuration of a `LongLink`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -138,28 +139,6 @@ pub struct LongLinkConfig {
 }
 
 impl LongLinkConfig {
-    /// The values of `profile`: the `long_link` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    ///
-    /// The race, codec, heartbeat and monitor are those of the same profile.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::long_link as k;
-        LongLinkConfig {
-            race: RaceConfig::for_profile(profile),
-            codec: CodecConfig::for_profile(profile),
-            frame_codec: None,
-            heartbeat: HeartbeatConfig::for_profile(profile),
-            monitor: ConnectMonitorConfig::for_profile(profile),
-            max_in_flight_tasks: k::max_in_flight_tasks(profile),
-            batch_on_task_deadline: k::batch_on_task_deadline(profile),
-            wait_follows_link_progress: k::wait_follows_link_progress(profile),
-            foreground: true,
-        }
-    }
-}
-
-impl LongLinkConfig {
     /// The codec in use: [`frame_codec`](Self::frame_codec), or Mars's
     /// header with [`codec`](Self::codec)'s settings.
     pub fn shared_codec(&self) -> SharedCodec {
@@ -169,16 +148,11 @@ impl LongLinkConfig {
     }
 }
 
-impl Default for LongLinkConfig {
-    fn default() -> Self {
-        LongLinkConfig::for_profile(Profile::Stn)
-    }
-}
-
 /// Where the long link stands (Mars `kConnectIdle`, `kConnecting`,
 /// `kConnected`, `kDisConnected`/`kConnectFailed`).
+#[cfg(test)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum LinkState {
+pub(crate) enum LinkState {
     /// Never connected.
     Idle,
     /// Racing the candidates.
@@ -193,7 +167,7 @@ pub enum LinkState {
 
 /// Why the caller takes the link down.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum DisconnectReason {
+pub(crate) enum DisconnectReason {
     /// The app or engine asked (Mars user break); the monitor reconnects later.
     User,
     /// The network changed: same as `LongLink::on_network_change`.
@@ -232,7 +206,7 @@ pub(crate) enum SendError {
 
 /// What the long link tells its owner; drain with `LongLink::poll_event`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum LongLinkEvent {
+pub(crate) enum LongLinkEvent {
     /// A socket operation to perform.
     Io(IoAction),
     /// The monitor wants a connect: answer with `LongLink::connect`.
@@ -249,6 +223,11 @@ pub enum LongLinkEvent {
     Disconnected {
         /// Why, unless the caller asked.
         error: Option<Error>,
+        /// The connect failed and its race tried every candidate and met
+        /// only refusals and permanent TLS failures
+        /// ([`ConnectError::is_deterministic`]): reconnecting at once would
+        /// meet the same answers.
+        deterministic: bool,
     },
     /// Feed the endpoint history: every racing attempt that ended with a
     /// verdict, and a failure of the established link caused by the peer.
@@ -277,6 +256,9 @@ pub enum LongLinkEvent {
         task: TaskId,
         /// Why.
         error: Error,
+        /// When one of its own timers fired (first packet, packet gap,
+        /// read-write, long poll), that timer's value.
+        timeout: Option<Duration>,
     },
     /// A server push (seq 0).
     Push {
@@ -306,6 +288,21 @@ struct Link {
     decoder: FrameDecoder,
     heartbeat: Heartbeat,
     tasks: InFlight,
+    /// The last byte written or received (the idle time a middlebox sees).
+    last_activity: Instant,
+    /// Tasks waiting for the answer to a noop before they are written (the
+    /// smart heartbeat's probe-first rule), in order.
+    held: VecDeque<Held>,
+}
+
+/// A task accepted but not yet written (see [`Link::held`]).
+#[derive(Debug)]
+struct Held {
+    task: TaskId,
+    data: Bytes,
+    timeouts: ExchangeTimeouts,
+    deadline: Option<Instant>,
+    send_only: bool,
 }
 
 /// The race in progress and the connections of its attempts.
@@ -336,8 +333,8 @@ enum Phase {
 /// Why the established link ends.
 #[derive(Clone, Debug)]
 enum End {
-    /// Per-task timers fired: these tasks, each with its kind.
-    Timeout(Vec<(TaskId, TimeoutKind)>),
+    /// Per-task timers fired: these tasks, each with its kind and value.
+    Timeout(Vec<Fired>),
     Heartbeat,
     Protocol(ProtocolError),
     Remote(CloseReason),
@@ -353,6 +350,10 @@ pub(crate) struct LongLink {
     clock: MonotonicClock,
     phase: Phase,
     monitor: ConnectMonitor,
+    /// Picks the heartbeat interval per network, across connections.
+    smart: SmartHeartbeat,
+    /// The last teardown lost a probe: reconnect at once.
+    reconnect_at_once: bool,
     events: VecDeque<LongLinkEvent>,
     unknown_frames: u64,
 }
@@ -366,14 +367,46 @@ impl LongLink {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
         let monitor = ConnectMonitor::new(now, config.monitor.clone(), config.foreground);
+        let smart = SmartHeartbeat::new(&config.heartbeat.smart, config.heartbeat.interval);
         LongLink {
             codec: config.shared_codec(),
             config,
             clock,
             phase: Phase::Idle,
             monitor,
+            smart,
+            reconnect_at_once: false,
             events: VecDeque::new(),
             unknown_frames: 0,
+        }
+    }
+
+    /// Replaces the smart heartbeat (what an earlier long link learned).
+    pub(crate) fn with_smart_heartbeat(mut self, smart: SmartHeartbeat) -> Self {
+        self.smart = smart;
+        self
+    }
+
+    /// The smart heartbeat, to keep when this link goes.
+    pub(crate) fn into_smart_heartbeat(self) -> SmartHeartbeat {
+        self.smart
+    }
+
+    /// The smart heartbeat, for its records.
+    pub(crate) fn smart_heartbeat(&self) -> &SmartHeartbeat {
+        &self.smart
+    }
+
+    /// The smart heartbeat, to import records.
+    pub(crate) fn smart_heartbeat_mut(&mut self) -> &mut SmartHeartbeat {
+        &mut self.smart
+    }
+
+    fn app_state(&self, now: Instant) -> AppState {
+        let activity = self.monitor.activity();
+        AppState {
+            foreground: activity.is_foreground(),
+            active: activity.is_active(now),
         }
     }
 
@@ -495,31 +528,58 @@ impl LongLink {
         if task.is_reserved() {
             return Err(SendError::ReservedId(task));
         }
+        let app = self.app_state(now);
         let Phase::Connected(link) = &mut self.phase else {
             return Err(SendError::NotConnected);
         };
-        if link.tasks.contains(task) {
+        if link.tasks.contains(task) || link.held.iter().any(|h| h.task == task) {
             return Err(SendError::Duplicate(task));
         }
-        if !send_only && link.tasks.len() >= self.config.max_in_flight_tasks {
+        if !send_only && link.tasks.len() + link.held.len() >= self.config.max_in_flight_tasks {
             return Err(SendError::TooManyInFlight);
         }
         let len = body.len();
         let frame = Frame::new(cmd_id, task.get(), body);
         let data = encode(self.codec.get(), self.config.codec.max_body_len, &frame)
             .ok_or(SendError::TooLarge { len })?;
+        let held = Held {
+            task,
+            data,
+            timeouts,
+            deadline,
+            send_only,
+        };
+        let idle = now - link.last_activity;
+        if !link.held.is_empty() || self.smart.must_probe_first(idle, app) {
+            // The path may have forgotten this idle link: a noop goes
+            // first, the task on its answer (or on the next connection).
+            link.held.push_back(held);
+            self.heartbeat_step(now, |hb, now| hb.probe(now));
+            return Ok(());
+        }
+        self.write_task(now, held);
+        Ok(())
+    }
+
+    /// Writes an accepted task's frame; its timers start now.
+    fn write_task(&mut self, now: Instant, t: Held) {
+        let Phase::Connected(link) = &mut self.phase else {
+            return;
+        };
         self.events.push_back(LongLinkEvent::Io(IoAction::Send {
             conn: link.conn,
-            data,
+            data: t.data,
         }));
-        if send_only {
-            self.events.push_back(LongLinkEvent::TaskSent { task });
+        link.last_activity = now;
+        if t.send_only {
+            self.events
+                .push_back(LongLinkEvent::TaskSent { task: t.task });
         } else {
             link.tasks.insert(
-                task,
+                t.task,
                 Running {
-                    timeouts,
-                    deadline,
+                    timeouts: t.timeouts,
+                    deadline: t.deadline,
                     written_at: now,
                     first_byte_at: None,
                     last_byte_at: None,
@@ -528,9 +588,20 @@ impl LongLink {
         }
         // Every write re-arms the noop interval (Mars). An overdue noop
         // response may time out here, failing the task just written.
-        link.heartbeat.on_write(now);
-        self.drain_heartbeat(now);
-        Ok(())
+        self.heartbeat_step(now, |hb, now| hb.on_write(now));
+    }
+
+    /// Writes the held tasks, in order (their noop was answered).
+    fn release_held(&mut self, now: Instant) {
+        loop {
+            let Phase::Connected(link) = &mut self.phase else {
+                return;
+            };
+            let Some(t) = link.held.pop_front() else {
+                return;
+            };
+            self.write_task(now, t);
+        }
     }
 
     /// Forgets a running task: no event for it; a late response is dropped
@@ -540,13 +611,14 @@ impl LongLink {
         self.clock.observe(now);
         if let Phase::Connected(link) = &mut self.phase {
             link.tasks.remove(task);
+            link.held.retain(|h| h.task != task);
         }
     }
 
-    /// Tasks awaiting their response.
+    /// Tasks awaiting their response (held ones included).
     pub(crate) fn in_flight(&self) -> usize {
         match &self.phase {
-            Phase::Connected(link) => link.tasks.len(),
+            Phase::Connected(link) => link.tasks.len() + link.held.len(),
             _ => 0,
         }
     }
@@ -555,7 +627,9 @@ impl LongLink {
     /// Whether `task` is awaiting its response.
     pub(crate) fn is_running(&self, task: TaskId) -> bool {
         match &self.phase {
-            Phase::Connected(link) => link.tasks.contains(task),
+            Phase::Connected(link) => {
+                link.tasks.contains(task) || link.held.iter().any(|h| h.task == task)
+            }
             _ => false,
         }
     }
@@ -619,10 +693,7 @@ impl LongLink {
             }
             Phase::Connected(link) if link.conn == conn => match ev {
                 ConnEvent::Received(data) => self.on_received(now, data),
-                ConnEvent::Closed(reason) => {
-                    self.teardown(now, End::Remote(reason));
-                    self.monitor.on_disconnected(now);
-                }
+                ConnEvent::Closed(reason) => self.link_lost(now, End::Remote(reason)),
                 // Duplicates of the connect result: nothing to do.
                 ConnEvent::Connected
                 | ConnEvent::TcpConnected
@@ -644,11 +715,10 @@ impl LongLink {
                 c.race.handle_timeout(now);
                 self.drain_race(now, Some(ids));
             }
-            Phase::Connected(link) => {
-                link.heartbeat.handle_timeout(now);
+            Phase::Connected(_) => {
                 // Heartbeat first: a dead link fails its tasks with the
                 // heartbeat error, not with whichever task timer is due.
-                self.drain_heartbeat(now);
+                self.heartbeat_step(now, Heartbeat::handle_timeout);
                 self.check_tasks(now);
             }
             Phase::Idle | Phase::Disconnected => {}
@@ -661,11 +731,10 @@ impl LongLink {
     /// link is connected and waiting for it.
     pub(crate) fn identify_answer(&mut self, now: Instant, decision: IdentifyDecision) {
         let now = self.clock.observe(now);
-        let Phase::Connected(link) = &mut self.phase else {
+        if !matches!(self.phase, Phase::Connected(_)) {
             return;
-        };
-        link.heartbeat.identify_answer(now, decision);
-        self.drain_heartbeat(now);
+        }
+        self.heartbeat_step(now, |hb, now| hb.identify_answer(now, decision));
     }
 
     /// The app moved to the foreground or background (monitor schedule).
@@ -675,6 +744,17 @@ impl LongLink {
             return;
         }
         self.monitor.set_foreground(now, fg);
+        // stn re-arms the heartbeat for the new state at once (a probe's
+        // long slot is not kept into the foreground); Mars waits for the
+        // next write or slot.
+        if self.smart.rearms_eagerly() {
+            let app = self.app_state(now);
+            if let Phase::Connected(link) = &mut self.phase {
+                link.heartbeat
+                    .set_interval(self.smart.next_interval(now, app));
+                self.heartbeat_step(now, Heartbeat::handle_timeout);
+            }
+        }
         self.drain_monitor();
     }
 
@@ -780,6 +860,7 @@ impl LongLink {
                             addr: Some(addr),
                             error: ConnectError::Other(0),
                         },
+                        false,
                     );
                     return;
                 };
@@ -797,34 +878,52 @@ impl LongLink {
                     ),
                     heartbeat: Heartbeat::new(now, self.config.heartbeat.clone()),
                     tasks: InFlight::new(self.config.wait_follows_link_progress),
+                    last_activity: now,
+                    held: VecDeque::new(),
                 }));
                 self.events
                     .push_back(LongLinkEvent::Connected { addr, connect_time });
                 self.monitor.on_connected(now);
+                self.smart.on_established(now);
                 if let Phase::Connected(link) = &mut self.phase {
                     // The handshake took about one RTT: stn scales the noop
                     // timeout from it.
                     link.heartbeat.set_rtt(connect_time);
-                    link.heartbeat.handle_timeout(now);
                 }
-                self.drain_heartbeat(now);
+                self.heartbeat_step(now, Heartbeat::handle_timeout);
             }
             Some(Err(error)) => {
                 for (_, other) in std::mem::take(&mut c.conns) {
                     self.events
                         .push_back(LongLinkEvent::Io(IoAction::Close { conn: other }));
                 }
-                self.connect_failed(now, error);
+                let deterministic = c.race.failed_deterministically();
+                self.connect_failed(now, error, deterministic);
             }
             None => {}
         }
     }
 
-    fn connect_failed(&mut self, now: Instant, error: Error) {
+    fn connect_failed(&mut self, now: Instant, error: Error, deterministic: bool) {
         self.phase = Phase::Disconnected;
-        self.events
-            .push_back(LongLinkEvent::Disconnected { error: Some(error) });
+        self.events.push_back(LongLinkEvent::Disconnected {
+            error: Some(error),
+            deterministic,
+        });
+        self.smart.on_connect_failed(now);
         self.monitor.on_disconnected(now);
+    }
+
+    /// The established link (or the connect) ended for `end`, not by the
+    /// caller: tear it down and let the monitor reconnect (at once if the
+    /// smart heartbeat lost it to a probe).
+    fn link_lost(&mut self, now: Instant, end: End) {
+        let at_once = self.teardown(now, end) && self.reconnect_at_once;
+        self.reconnect_at_once = false;
+        self.monitor.on_disconnected(now);
+        if at_once {
+            self.monitor.reconnect_now(now);
+        }
     }
 
     fn drain_monitor(&mut self) {
@@ -844,6 +943,7 @@ impl LongLink {
         if data.is_empty() {
             return;
         }
+        link.last_activity = now;
         // Decode first, dispatch after: dispatching never changes the
         // decoder, and frames before a decode error are still delivered.
         let mut frames = Vec::new();
@@ -876,8 +976,7 @@ impl LongLink {
             self.dispatch(now, frame, wire_len);
         }
         if let Some(error) = failure {
-            self.teardown(now, End::Protocol(error));
-            self.monitor.on_disconnected(now);
+            self.link_lost(now, End::Protocol(error));
         }
     }
 
@@ -889,18 +988,26 @@ impl LongLink {
         };
         let codec = self.codec.get();
         if codec.is_noop(&frame) {
+            let waiting = link.heartbeat.is_waiting();
             link.heartbeat.on_noop_response(now);
+            if waiting && !link.heartbeat.is_waiting() {
+                self.heartbeat_answered(now);
+            }
             return;
         }
         if codec.is_identify_response(&frame) {
             if link.heartbeat.identify_state() == IdentifyState::Sent {
                 // Receiving it completes identify for this connection; the
                 // app sees the body (it cannot reject it through this API).
+                let waiting = link.heartbeat.is_waiting();
                 link.heartbeat.on_identify_response(now, true);
                 self.events.push_back(LongLinkEvent::IdentifyResponse {
                     cmd_id: frame.cmd_id,
                     body: frame.body,
                 });
+                if waiting && !link.heartbeat.is_waiting() {
+                    self.heartbeat_answered(now);
+                }
             } else {
                 self.unknown_frames += 1;
             }
@@ -939,24 +1046,62 @@ impl LongLink {
             return;
         }
         let batch = self.config.batch_on_task_deadline
-            || expired.iter().any(|(_, k)| *k != TimeoutKind::Task);
+            || expired.iter().any(|(_, k, _)| *k != TimeoutKind::Task);
         if !batch {
-            for (task, kind) in expired {
+            for (task, kind, timeout) in expired {
                 link.tasks.remove(task);
                 self.events.push_back(LongLinkEvent::TaskFailed {
                     task,
                     error: Error::Timeout(kind),
+                    timeout,
                 });
             }
             return;
         }
-        self.teardown(now, End::Timeout(expired));
-        self.monitor.on_disconnected(now);
+        self.link_lost(now, End::Timeout(expired));
+    }
+
+    /// A noop or identify answer came: the smart heartbeat learns from it,
+    /// and the tasks held for it go out.
+    fn heartbeat_answered(&mut self, now: Instant) {
+        self.smart.on_answer(now);
+        if self.smart.rearms_eagerly() {
+            let app = self.app_state(now);
+            if let Phase::Connected(link) = &mut self.phase {
+                link.heartbeat
+                    .set_interval(self.smart.next_interval(now, app));
+            }
+        }
+        self.release_held(now);
+    }
+
+    /// Runs `step` on the heartbeat, then what follows from it: a fired
+    /// slot tells the smart heartbeat, the actions are carried out, and a
+    /// slot armed by the step (a fired slot, a write) gets its interval.
+    fn heartbeat_step(&mut self, now: Instant, step: impl FnOnce(&mut Heartbeat, Instant)) {
+        let app = self.app_state(now);
+        let Phase::Connected(link) = &mut self.phase else {
+            return;
+        };
+        let (fired, arms) = (link.heartbeat.slots_fired(), link.heartbeat.arms());
+        step(&mut link.heartbeat, now);
+        if link.heartbeat.slots_fired() != fired {
+            self.smart.on_slot(now, fired == 0, app);
+        }
+        let rearmed = link.heartbeat.arms() != arms;
+        self.drain_heartbeat(now);
+        if let Phase::Connected(link) = &mut self.phase {
+            if rearmed {
+                link.heartbeat
+                    .set_interval(self.smart.next_interval(now, app));
+            }
+        }
     }
 
     /// Carries out the heartbeat's actions: noop and identify writes, the
     /// identify question; a response timeout ends the link.
     fn drain_heartbeat(&mut self, now: Instant) {
+        let app = self.app_state(now);
         let Phase::Connected(link) = &mut self.phase else {
             return;
         };
@@ -971,11 +1116,13 @@ impl LongLink {
                     continue;
                 }
                 HeartbeatAction::Timeout { .. } => {
-                    self.teardown(now, End::Heartbeat);
-                    self.monitor.on_disconnected(now);
+                    self.link_lost(now, End::Heartbeat);
                     return;
                 }
             };
+            self.smart
+                .on_heartbeat_start(now, now - link.last_activity, app);
+            link.last_activity = now;
             // The app's identify body is sent even past the codec's cap: it
             // is the app's own packet, and the alternative (not sending it)
             // would time the link out anyway.
@@ -1006,17 +1153,34 @@ impl LongLink {
                             .push_back(LongLinkEvent::Io(IoAction::Close { conn }));
                     }
                 }
-                self.events
-                    .push_back(LongLinkEvent::Disconnected { error: None });
+                self.events.push_back(LongLinkEvent::Disconnected {
+                    error: None,
+                    deterministic: false,
+                });
+                self.smart.on_connect_failed(now);
                 true
             }
             Phase::Connected(link) => {
                 let Link {
-                    conn, addr, tasks, ..
+                    conn,
+                    addr,
+                    tasks,
+                    held,
+                    last_activity: link_idle_since,
+                    ..
                 } = *link;
+                let loss = match &end {
+                    End::Heartbeat => LinkLoss::HeartbeatTimeout,
+                    End::Remote(_) => LinkLoss::Peer,
+                    End::Timeout(_) | End::Protocol(_) | End::Local(_) => LinkLoss::Other,
+                };
+                let app = self.app_state(now);
+                let idle = now - link_idle_since;
+                let probe_lost = self.smart.on_link_lost(now, loss, idle, app);
+                self.reconnect_at_once = probe_lost;
                 let (link_error, peer_fault) = match &end {
                     End::Timeout(expired) => {
-                        (expired.first().map(|(_, k)| Error::Timeout(*k)), true)
+                        (expired.first().map(|(_, k, _)| Error::Timeout(*k)), true)
                     }
                     End::Heartbeat => (Some(Error::Timeout(TimeoutKind::Heartbeat)), true),
                     End::Protocol(e) => (Some(Error::Protocol(e.clone())), true),
@@ -1027,7 +1191,8 @@ impl LongLink {
                     self.events
                         .push_back(LongLinkEvent::Io(IoAction::Close { conn }));
                 }
-                if peer_fault {
+                // A lost probe is the path's idle limit, not the server's fault.
+                if peer_fault && !probe_lost {
                     self.events
                         .push_back(LongLinkEvent::Endpoint(EndpointReport {
                             addr,
@@ -1037,9 +1202,13 @@ impl LongLink {
                         }));
                 }
                 for task in tasks.into_ids() {
+                    let mut timeout = None;
                     let error = match &end {
-                        End::Timeout(expired) => match expired.iter().find(|(t, _)| *t == task) {
-                            Some((_, kind)) => Error::Timeout(*kind),
+                        End::Timeout(expired) => match expired.iter().find(|(t, ..)| *t == task) {
+                            Some((_, kind, value)) => {
+                                timeout = *value;
+                                Error::Timeout(*kind)
+                            }
                             None => Error::Local(LocalError::Interrupted),
                         },
                         End::Heartbeat => Error::Timeout(TimeoutKind::Heartbeat),
@@ -1048,11 +1217,28 @@ impl LongLink {
                         End::Local(DisconnectReason::Shutdown) => Error::Shutdown,
                         End::Local(_) => Error::Local(LocalError::Interrupted),
                     };
-                    self.events
-                        .push_back(LongLinkEvent::TaskFailed { task, error });
+                    self.events.push_back(LongLinkEvent::TaskFailed {
+                        task,
+                        error,
+                        timeout,
+                    });
                 }
-                self.events
-                    .push_back(LongLinkEvent::Disconnected { error: link_error });
+                // Held tasks never reached the link: interrupted, not failed.
+                for h in held {
+                    let error = match &end {
+                        End::Local(DisconnectReason::Shutdown) => Error::Shutdown,
+                        _ => Error::Local(LocalError::Interrupted),
+                    };
+                    self.events.push_back(LongLinkEvent::TaskFailed {
+                        task: h.task,
+                        error,
+                        timeout: None,
+                    });
+                }
+                self.events.push_back(LongLinkEvent::Disconnected {
+                    error: link_error,
+                    deterministic: false,
+                });
                 true
             }
             Phase::Idle => {

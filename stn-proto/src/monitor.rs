@@ -16,7 +16,6 @@
 
 use std::collections::VecDeque;
 
-use crate::profile::Profile;
 use crate::rng::Rng;
 use crate::time::{Duration, Instant, MonotonicClock};
 
@@ -64,26 +63,6 @@ pub struct ActivityConfig {
     pub fg_short: Duration,
     /// End of the "foreground 1–10 min" column.
     pub fg_long: Duration,
-}
-
-impl ActivityConfig {
-    /// The values of `profile`: the `activity` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::activity as k;
-        ActivityConfig {
-            inactive_after: k::inactive_after(profile),
-            fg_short: k::fg_short(profile),
-            fg_long: k::fg_long(profile),
-        }
-    }
-}
-
-impl Default for ActivityConfig {
-    fn default() -> Self {
-        Self::for_profile(Profile::Stn)
-    }
 }
 
 /// Foreground/background tracking (Mars `ActiveLogic`): active = foreground,
@@ -190,31 +169,6 @@ pub struct ConnectMonitorConfig {
     pub(crate) seed: u64,
 }
 
-impl ConnectMonitorConfig {
-    /// The values of `profile`: the `monitor` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::monitor as k;
-        ConnectMonitorConfig {
-            activity: ActivityConfig::for_profile(profile),
-            task_intervals: k::task_intervals(profile),
-            auto_intervals: k::auto_intervals(profile),
-            inactive_slack: k::inactive_slack(profile),
-            disconnect_settle: k::disconnect_settle(profile),
-            backoff: k::backoff(profile),
-            immediate_on_foreground: k::immediate_on_foreground(profile),
-            seed: 0,
-        }
-    }
-}
-
-impl Default for ConnectMonitorConfig {
-    fn default() -> Self {
-        Self::for_profile(Profile::Stn)
-    }
-}
-
 /// Why the monitor asks for a connect.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) enum ConnectReason {
@@ -319,7 +273,6 @@ impl ConnectMonitor {
         }
     }
 
-    #[cfg(test)]
     /// The activity tracker.
     pub(crate) fn activity(&self) -> &Activity {
         &self.activity
@@ -362,6 +315,16 @@ impl ConnectMonitor {
         let now = self.enter(now);
         self.link = Link::Down;
         self.failures = 0;
+        self.evaluate(now, Row::NetworkChange);
+        self.refresh(now);
+    }
+
+    /// The link was lost for a cause that says nothing against the network
+    /// or the server (the smart heartbeat's probe found the path's idle
+    /// limit): connect again at once, past failures kept. Call after
+    /// [`on_disconnected`](Self::on_disconnected).
+    pub(crate) fn reconnect_now(&mut self, now: Instant) {
+        let now = self.enter(now);
         self.evaluate(now, Row::NetworkChange);
         self.refresh(now);
     }
@@ -524,6 +487,7 @@ impl ConnectMonitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::Profile;
     use proptest::prelude::*;
 
     fn t(secs: u64) -> Instant {

@@ -60,7 +60,7 @@
 //!   a lost SYN after 1 s, then 3 s, 7 s, … (docs/peers.md §3.1), so under
 //!   loss an attempt whose first two SYNs were lost sits idle until 3 s. An
 //!   attempt not connected after `max(3·rtt, 1 s + rtt + 100 ms)` (1.6 s when no
-//!   RTT is known, assuming 500 ms) is reported [`AttemptResult::Abandoned`]
+//!   RTT is known, assuming 500 ms) is reported abandoned
 //!   (a failure of its address, so a black hole is demoted; not for a floor
 //!   attempt, below) and gives its slot to a fresh attempt, which sends a
 //!   new SYN immediately. It is not closed: it stays open as a *passive
@@ -130,12 +130,12 @@
 //!   while the first is still connecting; on a healthy path the first connects
 //!   within the stagger (2·RTT + 50 ms) and no second socket is opened.
 //! - **Losers** still connecting when another attempt wins are reported as
-//!   [`AttemptResult::Lost`], which carries no verdict: a slower handshake is
+//!   lost, which carries no verdict: a slower handshake is
 //!   not evidence that an address is bad (Mars's `ETIMEDOUT` for every earlier
 //!   loser can ban a good address whose one SYN was lost). The exception
 //!   ([`LoserReports::Outpaced`]): a loser on another address, started
 //!   before the winner and unanswered for twice the winner's connect time
-//!   plus 100 ms, is [`AttemptResult::Outpaced`] — most likely a black hole,
+//!   plus 100 ms, is outpaced — most likely a black hole,
 //!   which would otherwise stay first in the order forever. The ban module
 //!   decides what to record. On stn's short link
 //!   ([`LoserReports::OutpacedAtThreshold`]) such a loser that has not yet
@@ -160,7 +160,6 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use crate::net::{ConnectError, SocketAddr};
-use crate::profile::Profile;
 use crate::time::{Duration, Instant, MonotonicClock};
 
 #[cfg(test)]
@@ -279,7 +278,7 @@ impl AbandonPolicy {
 /// open until its own deadline, a win or the end of the race (at its abandon
 /// time, like any attempt, it gives its slot to a fresh attempt and stays
 /// open as a passive probe, so the OS keeps retransmitting its SYN; unlike
-/// a slot attempt it is not reported [`AttemptResult::Abandoned`]).
+/// a slot attempt it is not reported abandoned).
 ///
 /// ```
 /// use stn_proto::config::{ProbeFloor, RaceConfig};
@@ -301,7 +300,7 @@ pub struct ProbeFloor {
 }
 
 impl Default for ProbeFloor {
-    /// Today's Mars ([`Profile::Mars`]): 2.5 s, 3 open.
+    /// Today's Mars ([`Profile::Mars`](crate::Profile::Mars)): 2.5 s, 3 open.
     fn default() -> Self {
         ProbeFloor {
             stagger: Duration::from_millis(2500),
@@ -317,12 +316,12 @@ pub enum LoserReports {
     /// Mars: losers started before the winner are reported as failed with
     /// [`ConnectError::TimedOut`] (`ETIMEDOUT`); later ones are not reported.
     MarsLowerIndexTimedOut,
-    /// Every loser is reported as [`AttemptResult::Lost`] (no verdict).
+    /// Every loser is reported lost (no verdict).
     AllLost,
     /// stn: a loser on another address than the winner's, started before it
     /// and unanswered for at least twice the winner's connect time plus
-    /// 100 ms, is reported as [`AttemptResult::Outpaced`]; the others as
-    /// [`AttemptResult::Lost`]. The same path answered the winner in that
+    /// 100 ms, is reported outpaced (a failure in the endpoint history); the
+    /// others as lost (no verdict). The same path answered the winner in that
     /// time, so the loser's address is most likely a black hole: without a
     /// verdict it would stay first in the order and cost every call a
     /// stagger. One lost SYN of a good address only reorders it (the history
@@ -334,7 +333,7 @@ pub enum LoserReports {
     /// threshold since its start (at most its own attempt deadline), so a black hole ordered first, whose
     /// attempt a live second address beats within the stagger plus one
     /// connect, still gets its verdict. Whoever takes it over reports it
-    /// [`AttemptResult::Outpaced`] if it has not answered by then, and
+    /// outpaced if it has not answered by then, and
     /// nothing if it connects (merely slower).
     OutpacedAtThreshold,
 }
@@ -374,25 +373,6 @@ pub struct RaceConfig {
 }
 
 impl RaceConfig {
-    /// The values of profile `p`: the `race` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(p: Profile) -> Self {
-        use crate::profile::knobs::race as k;
-        RaceConfig {
-            stagger: k::stagger(p),
-            error_stagger: k::error_stagger(p),
-            max_in_flight: k::max_in_flight(p),
-            attempt_timeout: k::attempt_timeout(p),
-            adaptive_stagger: k::adaptive_stagger(p),
-            abandon: k::abandon(p),
-            floor: k::floor(p),
-            max_rounds: k::max_rounds(p),
-            overall_timeout: k::overall_timeout(p),
-            loser_reports: k::loser_reports(p),
-        }
-    }
-
     /// Most sockets a race opens at once: `max_in_flight` slots, the
     /// floor's `max_open` passive attempts and, under an [`AbandonPolicy`],
     /// one passive probe per abandonment (`max_abandons`; a floor attempt's
@@ -416,19 +396,13 @@ impl RaceConfig {
     }
 }
 
-impl Default for RaceConfig {
-    fn default() -> Self {
-        RaceConfig::for_profile(Profile::Stn)
-    }
-}
-
 /// Identifies one attempt of a race: its start order, from 0.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub(crate) struct AttemptId(pub u32);
 
 /// How one attempt ended, as reported in `RaceAction::Report`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum AttemptResult {
+pub(crate) enum AttemptResult {
     /// It connected (and won).
     Connected {
         /// From its start to the connection.
@@ -480,7 +454,7 @@ pub(crate) enum RaceAction {
     /// `attempt` lost the race but is not judged yet
     /// ([`LoserReports::OutpacedAtThreshold`]): its socket is the caller's
     /// now, to keep open until `until`. No `Cancel` or `Report` follows from
-    /// the race; the caller reports it [`AttemptResult::Outpaced`] if it has
+    /// the race; the caller reports it outpaced if it has
     /// neither connected nor failed by then (and closes it), nothing if it
     /// connects, and the socket's error if it fails.
     Linger {
@@ -563,7 +537,7 @@ pub(crate) struct AttemptStats {
     /// slots). A passive attempt can still win.
     pub passive_since: Option<Instant>,
     /// It reached its abandon time in a slot and was reported
-    /// [`AttemptResult::Abandoned`] (never a floor attempt); it stays open as
+    /// abandoned (never a floor attempt); it stays open as
     /// a passive probe.
     pub abandoned: bool,
     /// When it ended, if it has.
@@ -866,6 +840,22 @@ impl Race {
         &self.attempts
     }
 
+    /// Whether the race failed having tried every candidate and met only
+    /// deterministic failures ([`ConnectError::is_deterministic`]: a refusal
+    /// or a permanent TLS failure), which the same race run again at once
+    /// would meet again.
+    pub(crate) fn failed_deterministically(&self) -> bool {
+        if self.outcome != Some(RaceOutcome::Failed(FailReason::Exhausted)) {
+            return false;
+        }
+        let tried: BTreeSet<SocketAddr> = self.attempts.iter().map(|a| a.addr).collect();
+        self.candidates.iter().all(|c| tried.contains(c))
+            && self
+                .attempts
+                .iter()
+                .all(|a| matches!(a.state, AttemptState::Failed(e) if e.is_deterministic()))
+    }
+
     /// One attempt's statistics.
     pub(crate) fn attempt(&self, id: AttemptId) -> Option<&AttemptStats> {
         self.attempts.get(usize::try_from(id.0).ok()?)
@@ -1144,7 +1134,7 @@ impl Race {
     }
 
     /// Reports a failure by stn's own timers, unless the attempt was
-    /// already reported [`AttemptResult::Abandoned`]: that was its verdict,
+    /// already reported abandoned: that was its verdict,
     /// and a second one would count one unanswered SYN twice.
     fn push_timer_failure(&mut self, i: usize, error: ConnectError) {
         if !self.attempts[i].abandoned {

@@ -73,10 +73,9 @@ use crate::codec::http::{
     encode_request, HttpError, HttpLimits, HttpResponse, HttpVersion, Progress, RequestError,
     RequestHead, ResponseParser,
 };
-use crate::error::{DnsError, Error, ProtocolError, SocketError, TimeoutKind};
+use crate::error::{DnsError, Error, HttpReply, ProtocolError, SocketError, TimeoutKind};
 use crate::io::{CloseReason, ConnEvent, ConnId, ConnIds, IoAction};
 use crate::net::{ConnectError, SocketAddr};
-use crate::profile::Profile;
 use crate::race::{AttemptId, AttemptResult, FailReason, Race, RaceAction, RaceConfig};
 use crate::small_map::SmallMap;
 use crate::task::TaskError;
@@ -140,27 +139,9 @@ pub struct ExchangeConfig {
     pub http: HttpLimits,
 }
 
-impl ExchangeConfig {
-    /// The race and HTTP limits of a profile.
-    pub fn for_profile(p: Profile) -> Self {
-        let mut race = RaceConfig::for_profile(p);
-        race.loser_reports = crate::profile::knobs::engine::short_link_loser_reports(p);
-        ExchangeConfig {
-            race,
-            http: HttpLimits::for_profile(p),
-        }
-    }
-}
-
-impl Default for ExchangeConfig {
-    fn default() -> Self {
-        ExchangeConfig::for_profile(Profile::Stn)
-    }
-}
-
 /// One outcome to record in the endpoint (ban) history.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct EndpointReport {
+pub(crate) struct EndpointReport {
     /// The address.
     pub addr: SocketAddr,
     /// Success (connected, or a usable response) or failure.
@@ -178,8 +159,11 @@ impl EndpointReport {
     /// hole is demoted like a refusing endpoint — the history never bans the
     /// last candidate), one outpaced by a later attempt on another address
     /// (also a failure), or — another attempt was merely faster — nothing.
-    pub fn from_attempt(addr: SocketAddr, result: AttemptResult) -> Option<Self> {
+    /// A proxy that failed itself says nothing about the endpoint behind
+    /// it ([`ConnectError::blames_endpoint`]): nothing either.
+    pub(crate) fn from_attempt(addr: SocketAddr, result: AttemptResult) -> Option<Self> {
         match result {
+            AttemptResult::Failed(error) if !error.blames_endpoint() => None,
             AttemptResult::Connected { connect_time } => Some(EndpointReport {
                 addr,
                 ok: true,
@@ -238,10 +222,28 @@ pub(crate) struct ExchangeResult {
     /// The exchange ran on a pooled connection
     /// ([`ShortLinkExchange::start_reused`]).
     pub reused: bool,
+    /// The exchange failed because its race did: every candidate was tried
+    /// and each refused or failed TLS permanently
+    /// ([`Race::failed_deterministically`]).
+    pub connect_deterministic: bool,
     /// The connection left open for reuse: the request asked for
     /// `Connection: Keep-Alive`, the response was a 200 that allows it, and
     /// nothing followed it. The caller now owns it (no `Close` was queued).
     pub kept: Option<KeptConn>,
+    /// The value of the per-attempt timer that ended the attempt, if one did.
+    pub timeout: Option<Duration>,
+    /// The reply, when its status was not 200 (the outcome is then
+    /// [`Error::Http`]).
+    pub http_reply: Option<HttpReply>,
+}
+
+/// What an ending hands the caller besides its outcome and report.
+#[derive(Debug, Default)]
+struct Ending {
+    /// The winner, left open for reuse.
+    kept: Option<KeptConn>,
+    /// A reply with a status other than 200, kept for the app.
+    http_reply: Option<HttpReply>,
 }
 
 /// A connection an exchange left open for the next one (Mars's keep-alive
@@ -298,47 +300,76 @@ enum ConnState {
 #[derive(Clone, Debug)]
 pub(crate) struct ShortLinkExchange {
     http: HttpLimits,
+    request: Request,
+    timeouts: ExchangeTimeouts,
+    deadline: Option<Instant>,
+    clock: MonotonicClock,
+    /// `None` on a pooled connection, or when the exchange ended before
+    /// racing (invalid request, expired deadline). Kept after the win: it
+    /// still cancels or hands over the losers, and counts the connects.
+    race: Option<Race>,
+    /// The request may go as early data ([`ExchangeRequest::early_data`]).
+    early_allowed: bool,
+    /// Started on a pooled connection.
+    reused: bool,
+    conns: SmallMap<ConnId, ConnState>,
+    attempts: SmallMap<AttemptId, ConnId>,
+    phase: Phase,
+    actions: VecDeque<ExchangeAction>,
+}
+
+/// What the exchange sends.
+#[derive(Clone, Debug)]
+struct Request {
     host: Option<String>,
     cgi: String,
     headers: Vec<(String, String)>,
     body: Bytes,
-    timeouts: ExchangeTimeouts,
-    deadline: Option<Instant>,
-    clock: MonotonicClock,
-    /// `None` when the exchange ended before racing (invalid request, expired deadline).
-    race: Option<Race>,
-    /// The winner's TLS handshake time, if it ran one.
-    handshake_time: Option<Duration>,
-    /// The request may go as early data ([`ExchangeRequest::early_data`]).
-    early_allowed: bool,
-    /// The attempt being declared the winner on its
-    /// [`ConnEvent::EarlyData`], while the race hands it over.
-    early_winner: Option<AttemptId>,
-    /// When the winner's TCP connect completed, if its request went early
-    /// (the handshake time is measured on its `Connected`).
-    early_tcp_at: Option<Instant>,
-    /// The request went as early data.
-    sent_early: bool,
-    conns: SmallMap<ConnId, ConnState>,
-    attempts: SmallMap<AttemptId, ConnId>,
-    /// The most recent connect failure, for the race's failure error.
-    last_failure: Option<(SocketAddr, ConnectError)>,
-    winner: Option<(ConnId, SocketAddr)>,
+    /// The request asks for `Connection: Keep-Alive`.
+    keep_alive: bool,
+}
+
+/// Where the exchange stands.
+#[derive(Clone, Debug)]
+enum Phase {
+    /// Racing the candidates for a connection.
+    Racing {
+        /// The most recent connect failure, for the race's failure error.
+        last_failure: Option<(SocketAddr, ConnectError)>,
+    },
+    /// The request is out on the winner; the response is being read.
+    Exchanging(Box<OnWinner>),
+    /// Ended: `Finished` is queued (or was given out).
+    Done,
+}
+
+/// The winning connection and what happened on it.
+#[derive(Clone, Debug)]
+struct OnWinner {
+    conn: ConnId,
+    addr: SocketAddr,
+    /// Its TCP connect time (`None` on a pooled connection).
     connect_time: Option<Duration>,
-    parser: Option<ResponseParser>,
-    sent_at: Option<Instant>,
+    handshake: Handshake,
+    parser: ResponseParser,
+    /// When the request was sent: the timers' origin.
+    sent_at: Instant,
+    bytes_sent: u64,
     first_byte_at: Option<Instant>,
     last_recv_at: Option<Instant>,
-    bytes_sent: u64,
     bytes_received: u64,
-    /// The request asked for `Connection: Keep-Alive`.
-    keep_alive: bool,
-    /// Started on a pooled connection.
-    reused: bool,
-    /// The winner stays open for reuse (set on a complete, reusable response).
-    kept: Option<KeptConn>,
-    finished: bool,
-    actions: VecDeque<ExchangeAction>,
+}
+
+/// The winner's TLS handshake.
+#[derive(Clone, Copy, Debug)]
+enum Handshake {
+    /// Complete (or none: plain TCP, a pooled connection), with its time if
+    /// it was measured; `early`: the request went as early data before it
+    /// completed.
+    Done { time: Option<Duration>, early: bool },
+    /// The request went as early data; the handshake runs on. `tcp_at`:
+    /// when the TCP connect completed, if the executor said.
+    Early { tcp_at: Option<Instant> },
 }
 
 impl ShortLinkExchange {
@@ -347,51 +378,43 @@ impl ShortLinkExchange {
     fn prepare(now: Instant, cfg: &ExchangeConfig, req: ExchangeRequest) -> Self {
         let mut clock = MonotonicClock::new();
         let now = clock.observe(now);
+        let keep_alive = req.headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("keep-alive")
+        });
         let mut ex = ShortLinkExchange {
             http: cfg.http,
-            host: req.host,
-            cgi: req.cgi,
-            headers: req.headers,
-            body: req.body,
+            request: Request {
+                host: req.host,
+                cgi: req.cgi,
+                headers: req.headers,
+                body: req.body,
+                keep_alive,
+            },
             timeouts: req.timeouts,
             deadline: req.deadline,
             clock,
             race: None,
-            handshake_time: None,
             early_allowed: req.early_data,
-            early_winner: None,
-            early_tcp_at: None,
-            sent_early: false,
+            reused: false,
             conns: SmallMap::default(),
             attempts: SmallMap::default(),
-            last_failure: None,
-            winner: None,
-            connect_time: None,
-            parser: None,
-            sent_at: None,
-            first_byte_at: None,
-            last_recv_at: None,
-            bytes_sent: 0,
-            bytes_received: 0,
-            keep_alive: false,
-            reused: false,
-            kept: None,
-            finished: false,
+            phase: Phase::Racing { last_failure: None },
             actions: VecDeque::new(),
         };
-        ex.keep_alive = ex.headers.iter().any(|(k, v)| {
-            k.eq_ignore_ascii_case("connection") && v.trim().eq_ignore_ascii_case("keep-alive")
-        });
         // Reject a request that cannot be encoded before opening any socket.
         // Only an absent host depends on the winner, and `ip:port` is always
         // valid, so any address stands in for it here.
         let probe = SocketAddr::from(([0, 0, 0, 0], 0));
-        if let Err(e) = ex.encode(probe) {
-            ex.finish(now, Err(e), None);
+        if let Err(e) = ex.request.encode(probe) {
+            ex.finish(Err(e), None, Ending::default());
             return ex;
         }
         if ex.deadline.is_some_and(|d| d <= now) {
-            ex.finish(now, Err(Error::Timeout(TimeoutKind::Task)), None);
+            ex.finish(
+                Err(Error::Timeout(TimeoutKind::Task)),
+                None,
+                Ending::default(),
+            );
             return ex;
         }
         ex
@@ -410,12 +433,12 @@ impl ShortLinkExchange {
         let candidates = std::mem::take(&mut req.candidates);
         let (rtt_hint, deadline) = (req.rtt_hint, req.deadline);
         let mut ex = ShortLinkExchange::prepare(now, cfg, req);
-        if ex.finished {
+        if ex.is_done() {
             return ex;
         }
         let now = ex.clock.latest();
         ex.race = Some(Race::new(now, cfg.race, candidates, rtt_hint, deadline));
-        ex.drain_race(now, ids);
+        ex.drain_race(now, ids, None);
         ex.expire(now);
         ex
     }
@@ -432,15 +455,30 @@ impl ShortLinkExchange {
         addr: SocketAddr,
     ) -> Self {
         let mut ex = ShortLinkExchange::prepare(now, cfg, req);
-        if ex.finished {
+        if ex.is_done() {
             return ex;
         }
         ex.reused = true;
         let now = ex.clock.latest();
         ex.conns.insert(conn, ConnState::Open);
-        ex.send_on(now, conn, addr, None);
+        let plain = Handshake::Done {
+            time: None,
+            early: false,
+        };
+        ex.send_on(now, conn, addr, None, plain);
         ex.expire(now);
         ex
+    }
+
+    fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Done)
+    }
+
+    fn on_winner(&self) -> Option<&OnWinner> {
+        match &self.phase {
+            Phase::Exchanging(w) => Some(w),
+            _ => None,
+        }
     }
 
     /// Whether `conn` is one of this exchange's connections that is still
@@ -452,14 +490,16 @@ impl ShortLinkExchange {
         )
     }
 
-    /// When the request was sent (the race was won), if it was.
+    /// When the request was sent (the race was won), if it was and the
+    /// exchange runs on.
     pub(crate) fn request_sent_at(&self) -> Option<Instant> {
-        self.sent_at
+        self.on_winner().map(|w| w.sent_at)
     }
 
-    /// When the first response byte arrived, if one did.
+    /// When the first response byte arrived, if one did and the exchange
+    /// runs on.
     pub(crate) fn first_byte_at(&self) -> Option<Instant> {
-        self.first_byte_at
+        self.on_winner().and_then(|w| w.first_byte_at)
     }
 
     /// Connection attempts the race has started so far.
@@ -478,11 +518,11 @@ impl ShortLinkExchange {
         ids: &mut ConnIds,
     ) {
         let now = self.clock.observe(now);
-        if self.finished {
+        if self.is_done() {
             return;
         }
         self.advance(now, ids);
-        if self.finished {
+        if self.is_done() {
             return;
         }
         let Some(&state) = self.conns.get(&conn) else {
@@ -494,7 +534,7 @@ impl ShortLinkExchange {
                 if let Some(race) = self.race.as_mut() {
                     race.handle_connected(now, attempt);
                 }
-                self.drain_race(now, ids);
+                self.drain_race(now, ids, None);
                 // Should the race not have taken it (it always does for a live
                 // attempt), the socket is of no use: close it.
                 if self.conns.get(&conn) == Some(&ConnState::Connecting(attempt)) {
@@ -505,7 +545,7 @@ impl ShortLinkExchange {
                 if let Some(race) = self.race.as_mut() {
                     race.handle_tcp_connected(now, attempt);
                 }
-                self.drain_race(now, ids);
+                self.drain_race(now, ids, None);
             }
             (ConnState::Connecting(attempt), ConnEvent::EarlyData { max }) => {
                 if !self.fits_early(attempt, max) {
@@ -513,12 +553,10 @@ impl ShortLinkExchange {
                 }
                 // The request goes now, so this attempt wins the race as if
                 // connected; the handshake's end is its `Connected`.
-                self.early_winner = Some(attempt);
                 if let Some(race) = self.race.as_mut() {
                     race.handle_connected(now, attempt);
                 }
-                self.drain_race(now, ids);
-                self.early_winner = None;
+                self.drain_race(now, ids, Some(attempt));
                 if self.conns.get(&conn) == Some(&ConnState::Connecting(attempt)) {
                     self.close(conn);
                 }
@@ -527,14 +565,21 @@ impl ShortLinkExchange {
             | (ConnState::Open | ConnState::Early, ConnEvent::EarlyData { .. }) => {}
             (ConnState::Early, ConnEvent::Connected) => {
                 self.conns.insert(conn, ConnState::Open);
-                self.handshake_time = self.early_tcp_at.map(|tcp| now - tcp);
+                if let Phase::Exchanging(w) = &mut self.phase {
+                    if let Handshake::Early { tcp_at } = w.handshake {
+                        w.handshake = Handshake::Done {
+                            time: tcp_at.map(|tcp| now - tcp),
+                            early: true,
+                        };
+                    }
+                }
             }
             (ConnState::Early, ConnEvent::ConnectFailed(error)) => {
                 // The handshake failed after the request went early: a
                 // failed connect of the winner, with its typed cause.
                 self.conns.insert(conn, ConnState::Gone);
-                let addr = self.winner.map(|(_, addr)| addr);
-                self.fail_on_winner(now, Error::Connect { addr, error });
+                let addr = self.on_winner().map(|w| w.addr);
+                self.fail_on_winner(Error::Connect { addr, error });
             }
             (ConnState::Connecting(attempt), ConnEvent::ConnectFailed(error)) => {
                 self.conns.insert(conn, ConnState::Gone);
@@ -558,12 +603,12 @@ impl ShortLinkExchange {
             }
             (ConnState::Open | ConnState::Early, ConnEvent::Closed(reason)) => {
                 self.conns.insert(conn, ConnState::Gone);
-                self.closed(now, reason);
+                self.closed(reason);
             }
             (ConnState::Open, ConnEvent::ConnectFailed(_)) => {
                 // Contradicts the earlier `Connected`; the socket is dead either way.
                 self.conns.insert(conn, ConnState::Gone);
-                self.fail_on_winner(now, Error::Socket(SocketError::Reset));
+                self.fail_on_winner(Error::Socket(SocketError::Reset));
             }
         }
         self.expire(now);
@@ -573,7 +618,7 @@ impl ShortLinkExchange {
     /// early.
     pub(crate) fn handle_timeout(&mut self, now: Instant, ids: &mut ConnIds) {
         let now = self.clock.observe(now);
-        if self.finished {
+        if self.is_done() {
             return;
         }
         self.advance(now, ids);
@@ -583,8 +628,8 @@ impl ShortLinkExchange {
     /// the exchange finishes with [`Error::Cancelled`] (no endpoint report).
     /// Ignored once finished.
     pub(crate) fn cancel(&mut self, now: Instant) {
-        let now = self.clock.observe(now);
-        self.finish(now, Err(Error::Cancelled), None);
+        self.clock.observe(now);
+        self.finish(Err(Error::Cancelled), None, Ending::default());
     }
 
     /// The next action, if any. Drain until `None` after every input.
@@ -601,7 +646,7 @@ impl ShortLinkExchange {
     /// When to call [`handle_timeout`](Self::handle_timeout) next; `None` once
     /// finished. After a drain it is later than the latest `now` given.
     pub(crate) fn poll_timeout(&self) -> Option<Instant> {
-        if self.finished {
+        if self.is_done() {
             return None;
         }
         let mut t = self
@@ -618,7 +663,7 @@ impl ShortLinkExchange {
     #[cfg(test)]
     /// Whether the exchange has ended (its `Finished` may still be queued).
     pub(crate) fn is_finished(&self) -> bool {
-        self.finished
+        self.is_done()
     }
 
     // ---- transitions ----
@@ -626,12 +671,12 @@ impl ShortLinkExchange {
     /// Deadlines first (an expired one ends everything), then the race's.
     fn advance(&mut self, now: Instant, ids: &mut ConnIds) {
         self.expire(now);
-        if self.finished {
+        if self.is_done() {
             return;
         }
         if let Some(race) = self.race.as_mut().filter(|r| !r.is_finished()) {
             race.handle_timeout(now);
-            self.drain_race(now, ids);
+            self.drain_race(now, ids, None);
         }
         // A win just now sends the request, which may start zero-length timers.
         self.expire(now);
@@ -639,17 +684,30 @@ impl ShortLinkExchange {
 
     /// Ends the exchange if one of its own deadlines is at or before `now`.
     fn expire(&mut self, now: Instant) {
-        if self.finished {
+        if self.is_done() {
             return;
         }
         if let Some((when, _, kind)) = self.next_deadline() {
             if when <= now {
                 if kind == TimeoutKind::Task {
-                    self.finish(now, Err(Error::Timeout(kind)), None);
+                    self.finish(Err(Error::Timeout(kind)), None, Ending::default());
                 } else {
-                    self.fail_on_winner(now, Error::Timeout(kind));
+                    self.fail_on_winner(Error::Timeout(kind));
                 }
             }
+        }
+    }
+
+    /// The configured value of the per-attempt timer `kind` (`None` for the
+    /// task's own deadline).
+    fn timer_value(&self, kind: TimeoutKind) -> Option<Duration> {
+        let t = &self.timeouts;
+        match kind {
+            TimeoutKind::FirstPacket => Some(t.first_packet),
+            TimeoutKind::ReadWrite => Some(t.read_write),
+            TimeoutKind::PacketGap => Some(t.packet_gap),
+            TimeoutKind::LongPolling => t.long_polling,
+            _ => None,
         }
     }
 
@@ -658,10 +716,10 @@ impl ShortLinkExchange {
     fn next_deadline(&self) -> Option<(Instant, u8, TimeoutKind)> {
         let mut timers: [Option<(Instant, u8, TimeoutKind)>; 3] = [None; 3];
         timers[0] = self.deadline.map(|d| (d, 0, TimeoutKind::Task));
-        if let Some(sent) = self.sent_at {
-            let t = &self.timeouts;
+        if let Some(w) = self.on_winner() {
+            let (t, sent) = (&self.timeouts, w.sent_at);
             timers[1] = Some((sent + t.read_write, 1, TimeoutKind::ReadWrite));
-            timers[2] = match (self.last_recv_at, t.long_polling) {
+            timers[2] = match (w.last_recv_at, t.long_polling) {
                 (None, Some(lp)) => Some((sent + lp, 2, TimeoutKind::LongPolling)),
                 (None, None) => Some((sent + t.first_packet, 3, TimeoutKind::FirstPacket)),
                 (Some(last), _) => Some((last + t.packet_gap, 4, TimeoutKind::PacketGap)),
@@ -680,13 +738,15 @@ impl ShortLinkExchange {
         if let Some(race) = self.race.as_mut() {
             race.handle_failed(now, attempt, error);
         }
-        self.drain_race(now, ids);
+        self.drain_race(now, ids, None);
     }
 
-    /// Translates the race's actions; the one place attempts meet connections.
-    fn drain_race(&mut self, now: Instant, ids: &mut ConnIds) {
+    /// Translates the race's actions; the one place attempts meet
+    /// connections. `early`: the attempt being declared the winner on its
+    /// [`ConnEvent::EarlyData`], if it is.
+    fn drain_race(&mut self, now: Instant, ids: &mut ConnIds, early: Option<AttemptId>) {
         while let Some(action) = self.race.as_mut().and_then(Race::poll_action) {
-            if self.finished {
+            if self.is_done() {
                 continue; // drain and drop: the exchange already closed everything
             }
             match action {
@@ -721,11 +781,15 @@ impl ShortLinkExchange {
                     attempt,
                     addr,
                     connect_time,
-                } => self.won(now, attempt, addr, connect_time),
+                } => self.won(now, attempt, addr, connect_time, early == Some(attempt)),
                 RaceAction::Failed {
                     reason, last_error, ..
                 } => {
-                    let error = match (reason, self.last_failure) {
+                    let last_failure = match self.phase {
+                        Phase::Racing { last_failure } => last_failure,
+                        _ => None,
+                    };
+                    let error = match (reason, last_failure) {
                         (FailReason::NoCandidates, _) => Error::Dns(DnsError::NoCandidates),
                         (_, Some((addr, error))) => Error::Connect {
                             addr: Some(addr),
@@ -736,28 +800,42 @@ impl ShortLinkExchange {
                             error: last_error.unwrap_or(ConnectError::AttemptTimeout),
                         },
                     };
-                    self.finish(now, Err(error), None);
+                    self.finish(Err(error), None, Ending::default());
                 }
             }
         }
     }
 
     fn report_attempt(&mut self, addr: SocketAddr, result: AttemptResult) {
-        if let AttemptResult::Failed(error) = result {
-            self.last_failure = Some((addr, error));
+        if let (AttemptResult::Failed(error), Phase::Racing { last_failure }) =
+            (result, &mut self.phase)
+        {
+            *last_failure = Some((addr, error));
         }
         if let Some(report) = EndpointReport::from_attempt(addr, result) {
             self.actions.push_back(ExchangeAction::Endpoint(report));
         }
     }
 
-    /// The race is won: send the request on the winner; the timers start now.
-    fn won(&mut self, now: Instant, attempt: AttemptId, addr: SocketAddr, connect_time: Duration) {
+    /// The race is won: send the request on the winner (as early data if
+    /// `early`); the timers start now.
+    fn won(
+        &mut self,
+        now: Instant,
+        attempt: AttemptId,
+        addr: SocketAddr,
+        connect_time: Duration,
+        early: bool,
+    ) {
         let Some(&conn) = self.attempts.get(&attempt) else {
             // The race won an attempt we never opened: a broken invariant, but
             // not one worth a panic in release builds.
             debug_assert!(false, "race won unknown attempt {attempt:?}");
-            self.finish(now, Err(Error::Socket(SocketError::WriteFailed)), None);
+            self.finish(
+                Err(Error::Socket(SocketError::WriteFailed)),
+                None,
+                Ending::default(),
+            );
             return;
         };
         let tcp_connected = self
@@ -765,15 +843,19 @@ impl ShortLinkExchange {
             .as_ref()
             .and_then(|r| r.attempt(attempt))
             .and_then(|a| a.tcp_connected);
-        if self.early_winner == Some(attempt) {
+        let handshake = if early {
             self.conns.insert(conn, ConnState::Early);
-            self.early_tcp_at = tcp_connected;
-            self.sent_early = true;
+            Handshake::Early {
+                tcp_at: tcp_connected,
+            }
         } else {
             self.conns.insert(conn, ConnState::Open);
-            self.handshake_time = tcp_connected.map(|tcp| now - tcp);
-        }
-        self.send_on(now, conn, addr, Some(connect_time));
+            Handshake::Done {
+                time: tcp_connected.map(|tcp| now - tcp),
+                early: false,
+            }
+        };
+        self.send_on(now, conn, addr, Some(connect_time), handshake);
     }
 
     /// Whether the request may go as early data on `attempt`'s connection,
@@ -791,7 +873,8 @@ impl ShortLinkExchange {
         else {
             return false;
         };
-        self.encode(addr)
+        self.request
+            .encode(addr)
             .is_ok_and(|data| u32::try_from(data.len()).is_ok_and(|len| len <= max))
     }
 
@@ -802,19 +885,28 @@ impl ShortLinkExchange {
         conn: ConnId,
         addr: SocketAddr,
         connect_time: Option<Duration>,
+        handshake: Handshake,
     ) {
-        self.winner = Some((conn, addr));
-        self.connect_time = connect_time;
-        match self.encode(addr) {
+        match self.request.encode(addr) {
             Ok(data) => {
-                self.bytes_sent = data.len() as u64;
-                self.sent_at = Some(now);
-                self.parser = Some(ResponseParser::new(self.http));
+                self.phase = Phase::Exchanging(Box::new(OnWinner {
+                    conn,
+                    addr,
+                    connect_time,
+                    handshake,
+                    parser: ResponseParser::new(self.http),
+                    sent_at: now,
+                    bytes_sent: data.len() as u64,
+                    first_byte_at: None,
+                    last_recv_at: None,
+                    bytes_received: 0,
+                }));
                 self.actions
                     .push_back(ExchangeAction::Io(IoAction::Send { conn, data }));
             }
-            // Validated in `start`; kept total rather than trusted.
-            Err(e) => self.finish(now, Err(e), None),
+            // Validated in `prepare` (whatever the address); kept total
+            // rather than trusted.
+            Err(e) => self.finish(Err(e), None, Ending::default()),
         }
     }
 
@@ -822,77 +914,93 @@ impl ShortLinkExchange {
         if data.is_empty() {
             return;
         }
-        self.bytes_received = self.bytes_received.saturating_add(data.len() as u64);
-        if self.first_byte_at.is_none() {
-            self.first_byte_at = Some(now);
-        }
-        self.last_recv_at = Some(now);
-        let Some(parser) = self.parser.as_mut() else {
+        let Phase::Exchanging(w) = &mut self.phase else {
             return;
         };
-        match parser.feed(data) {
+        w.bytes_received = w.bytes_received.saturating_add(data.len() as u64);
+        if w.first_byte_at.is_none() {
+            w.first_byte_at = Some(now);
+        }
+        w.last_recv_at = Some(now);
+        match w.parser.feed(data) {
             Ok(Progress::Partial | Progress::AfterEnd) => {}
             Ok(Progress::Complete(response)) => {
-                let trailing = parser.excess_len() > 0;
-                self.complete(now, response, trailing);
+                let trailing = w.parser.excess_len() > 0;
+                self.complete(response, trailing);
             }
-            Err(e) => self.fail_on_winner(now, http_error(e)),
+            Err(e) => self.fail_on_winner(http_error(e)),
         }
     }
 
-    fn closed(&mut self, now: Instant, reason: CloseReason) {
+    fn closed(&mut self, reason: CloseReason) {
         let error = match reason {
-            CloseReason::Eof => match self.parser.as_mut().map(ResponseParser::finish_eof) {
+            CloseReason::Eof => match &mut self.phase {
                 // A close-delimited body, when the limits accept one.
                 // The peer closed: nothing to keep.
-                Some(Ok(response)) => return self.complete(now, response, true),
-                Some(Err(e)) => http_error(e),
-                None => Error::Socket(SocketError::ClosedByPeer),
+                Phase::Exchanging(w) => match w.parser.finish_eof() {
+                    Ok(response) => return self.complete(response, true),
+                    Err(e) => http_error(e),
+                },
+                _ => Error::Socket(SocketError::ClosedByPeer),
             },
             CloseReason::Tls(tls) => Error::Socket(SocketError::Tls(tls)),
             CloseReason::Error(_) => Error::Socket(SocketError::Reset),
             CloseReason::Reset => Error::Socket(SocketError::Reset),
         };
-        self.fail_on_winner(now, error);
+        self.fail_on_winner(error);
     }
 
-    fn complete(&mut self, now: Instant, response: HttpResponse, trailing: bool) {
-        if response.status == 200 {
-            if self.keep_alive && !trailing && reusable(&response) {
-                if let Some((conn, addr)) = self.winner {
-                    self.kept = Some(KeptConn {
-                        conn,
-                        addr,
-                        idle_timeout: keep_alive_timeout(&response),
-                    });
-                    // Ours no more: `finish` must not close it.
-                    self.conns.insert(conn, ConnState::Gone);
-                }
-            }
-            let report = self.winner_report(None);
-            self.finish(now, Ok(response), report);
-        } else {
-            self.fail_on_winner(
-                now,
-                Error::Http {
-                    status: response.status,
-                },
-            );
+    fn complete(&mut self, response: HttpResponse, trailing: bool) {
+        if response.status != 200 {
+            let status = response.status;
+            let reply = HttpReply {
+                status,
+                headers: response.headers.into(),
+                body: response.body,
+            };
+            let error = Error::Http { status };
+            let report = self.winner_report(Some(error.clone()));
+            let ending = Ending {
+                http_reply: Some(reply),
+                ..Ending::default()
+            };
+            return self.finish(Err(error), report, ending);
         }
+        let mut kept = None;
+        if self.request.keep_alive && !trailing && reusable(&response) {
+            if let Some(w) = self.on_winner() {
+                kept = Some(KeptConn {
+                    conn: w.conn,
+                    addr: w.addr,
+                    idle_timeout: keep_alive_timeout(&response),
+                });
+                // Ours no more: `finish` must not close it.
+                self.conns.insert(w.conn, ConnState::Gone);
+            }
+        }
+        let report = self.winner_report(None);
+        self.finish(
+            Ok(response),
+            report,
+            Ending {
+                kept,
+                ..Ending::default()
+            },
+        );
     }
 
     /// Ends the exchange with a post-connect failure counted against the winner.
-    fn fail_on_winner(&mut self, now: Instant, error: Error) {
+    fn fail_on_winner(&mut self, error: Error) {
         let report = self.winner_report(Some(error.clone()));
-        self.finish(now, Err(error), report);
+        self.finish(Err(error), report, Ending::default());
     }
 
     fn winner_report(&self, error: Option<Error>) -> Option<EndpointReport> {
-        let (_, addr) = self.winner?;
+        let w = self.on_winner()?;
         Some(EndpointReport {
-            addr,
+            addr: w.addr,
             ok: error.is_none(),
-            connect_time: self.connect_time,
+            connect_time: w.connect_time,
             error,
         })
     }
@@ -907,17 +1015,20 @@ impl ShortLinkExchange {
         }
     }
 
-    /// The single exit: closes what is left, reports, then `Finished`.
+    /// The single exit: closes what is left (but `kept`, the caller's
+    /// now), reports, then `Finished`.
     fn finish(
         &mut self,
-        _now: Instant,
         outcome: Result<HttpResponse, Error>,
         report: Option<EndpointReport>,
+        ending: Ending,
     ) {
-        if self.finished {
-            return;
-        }
-        self.finished = true;
+        // The parser's buffers go with the phase.
+        let w = match std::mem::replace(&mut self.phase, Phase::Done) {
+            Phase::Done => return,
+            Phase::Racing { .. } => None,
+            Phase::Exchanging(w) => Some(w),
+        };
         let live: Vec<ConnId> = self
             .conns
             .iter()
@@ -930,29 +1041,45 @@ impl ShortLinkExchange {
         if let Some(report) = report {
             self.actions.push_back(ExchangeAction::Endpoint(report));
         }
+        let (handshake_time, early_data) = match w.as_ref().map(|w| w.handshake) {
+            Some(Handshake::Done { time, early }) => (time, early),
+            Some(Handshake::Early { .. }) => (None, true),
+            None => (None, false),
+        };
+        let connect_deterministic = outcome.is_err()
+            && self
+                .race
+                .as_ref()
+                .is_some_and(Race::failed_deterministically);
+        let timeout = match &outcome {
+            Err(Error::Timeout(kind)) => self.timer_value(*kind),
+            _ => None,
+        };
         let result = ExchangeResult {
             outcome,
-            endpoint: self.winner.map(|(_, a)| a),
-            connect_time: self.connect_time,
-            handshake_time: self.handshake_time,
-            early_data: self.sent_early,
-            first_packet_after: match (self.sent_at, self.first_byte_at) {
-                (Some(s), Some(f)) => Some(f - s),
-                _ => None,
-            },
-            request_sent_at: self.sent_at,
-            bytes_sent: self.bytes_sent,
-            bytes_received: self.bytes_received,
-            connect_attempts: self.race.as_ref().map_or(0, Race::attempts_started),
+            endpoint: w.as_ref().map(|w| w.addr),
+            connect_time: w.as_ref().and_then(|w| w.connect_time),
+            handshake_time,
+            early_data,
+            first_packet_after: w
+                .as_ref()
+                .and_then(|w| w.first_byte_at.map(|f| f - w.sent_at)),
+            request_sent_at: w.as_ref().map(|w| w.sent_at),
+            bytes_sent: w.as_ref().map_or(0, |w| w.bytes_sent),
+            bytes_received: w.as_ref().map_or(0, |w| w.bytes_received),
+            connect_attempts: self.connect_attempts(),
             reused: self.reused,
-            kept: self.kept.take(),
+            connect_deterministic,
+            kept: ending.kept,
+            timeout,
+            http_reply: ending.http_reply,
         };
         self.actions
             .push_back(ExchangeAction::Finished(Box::new(result)));
-        // The parser's buffers are of no further use.
-        self.parser = None;
     }
+}
 
+impl Request {
     fn encode(&self, addr: SocketAddr) -> Result<Bytes, Error> {
         let mut head = RequestHead::new(self.cgi.clone(), self.host.as_deref(), addr);
         head.extra_headers.clone_from(&self.headers);
@@ -992,14 +1119,7 @@ fn keep_alive_timeout(response: &HttpResponse) -> Option<Duration> {
 
 /// A request that cannot be encoded is an invalid task.
 fn request_error(e: RequestError) -> Error {
-    let task = match e {
-        RequestError::BadCgi(cgi) => TaskError::InvalidCgi { cgi },
-        RequestError::BadHost(host) => TaskError::InvalidHost { host },
-        RequestError::BadHeaderName(name)
-        | RequestError::BadHeaderValue { name }
-        | RequestError::FramingHeader(name) => TaskError::InvalidHeader { name },
-    };
-    Error::from(task)
+    Error::from(TaskError::InvalidRequest(e))
 }
 
 /// The typed error for a response the parser rejected (Mars §6 mapping).

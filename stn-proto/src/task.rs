@@ -10,6 +10,7 @@ use core::fmt;
 
 use bytes::Bytes;
 
+use crate::id_map::DenseId;
 use crate::time::Duration;
 
 mod body_source;
@@ -217,27 +218,6 @@ pub enum TaskError {
     /// `long_polling` set to zero, which would time out before any reply.
     #[error("long-polling timeout must be greater than zero")]
     ZeroLongPollingTimeout,
-    /// The cgi path contains whitespace or control characters and cannot go
-    /// into an HTTP request line.
-    #[error("cgi path {cgi:?} contains whitespace or control characters")]
-    InvalidCgi {
-        /// The path given.
-        cgi: String,
-    },
-    /// The host contains whitespace or control characters and cannot go into
-    /// a `Host` header.
-    #[error("host {host:?} contains whitespace or control characters")]
-    InvalidHost {
-        /// The host given.
-        host: String,
-    },
-    /// An extra header has an empty or non-token name, or a value with CR, LF
-    /// or another control character (which would inject headers).
-    #[error("extra header {name:?} has an invalid name or value")]
-    InvalidHeader {
-        /// The header's name.
-        name: String,
-    },
     /// After clearing the long link (cmd_id 0) and the short link (empty cgi)
     /// nothing is left (Mars `kEctLocalChannelSelect`).
     #[error(
@@ -259,6 +239,15 @@ pub enum TaskError {
     /// `long_polling` on a task that can only use the long link.
     #[error("long polling needs the short link, but this task can only use the long link")]
     LongPollingNeedsShortLink,
+    /// The short-link request cannot be encoded (checked only for a task
+    /// that may use the short link): a cgi path that does not start with `/`
+    /// or holds a byte outside visible ASCII, an empty or non-ASCII host, an
+    /// extra header with a non-token name, a control character in a value
+    /// (which would inject headers), or a header that changes the framing
+    /// (`Transfer-Encoding`, a wrong `Content-Length`). The message is the
+    /// HTTP codec's own ([`codec::http::check_request`](crate::codec::http::check_request)).
+    #[error(transparent)]
+    InvalidRequest(#[from] crate::codec::http::RequestError),
 }
 
 impl TaskError {
@@ -337,8 +326,14 @@ pub struct Task {
     /// Expected server processing time; lengthens the first-packet and task
     /// timeouts. `None` = unknown (Mars -1). At most `MAX_SERVER_PROCESS_COST`.
     pub server_process_cost: Option<Duration>,
-    /// Cap on the whole task, all attempts included, measured from submission.
-    /// `None` (or zero) = computed from the other fields. At most `MAX_TOTAL_TIMEOUT`.
+    /// How long to keep trying, all attempts included, measured from
+    /// submission (Mars's task timeout set by the app): within it a task
+    /// whose attempts fail may be parked and replayed (Mars's zombie
+    /// tasks). Under the Mars profiles a link that refuses at once is
+    /// retried until it ends; under the stn profile a task whose every
+    /// candidate refused (or failed TLS for good) ends in that connect
+    /// round with the refusal. `None` (or zero) = computed from the other fields (Mars's
+    /// formula). At most [`Task::MAX_TOTAL_TIMEOUT`].
     pub total_timeout: Option<Duration>,
     /// Long link only: the task succeeds once its frame is queued for writing,
     /// without waiting for a response.
@@ -399,6 +394,17 @@ pub struct Task {
 }
 
 impl Task {
+    /// Highest [`priority`](Self::priority) [`validate`](Self::validate)
+    /// accepts (lowest urgency; Mars: 0 ..= 5).
+    pub const MAX_PRIORITY: u8 = MAX_PRIORITY;
+    /// Largest [`retry_count`](Self::retry_count) accepted (Mars: 30).
+    pub const MAX_RETRY_COUNT: u8 = MAX_RETRY_COUNT;
+    /// Largest [`server_process_cost`](Self::server_process_cost) accepted
+    /// (Mars: 120 s).
+    pub const MAX_SERVER_PROCESS_COST: Duration = MAX_SERVER_PROCESS_COST;
+    /// Largest [`total_timeout`](Self::total_timeout) accepted (Mars: 600 s).
+    pub const MAX_TOTAL_TIMEOUT: Duration = MAX_TOTAL_TIMEOUT;
+
     /// A task with Mars's defaults: channel `Both`, priority 3, default
     /// retries, no server cost or total timeout, frequency and flow limits on,
     /// every other flag off.
@@ -500,7 +506,8 @@ impl Task {
         self
     }
 
-    /// Sets [`Task::total_timeout`].
+    /// Sets [`Task::total_timeout`]: keep trying until `timeout` has
+    /// passed since submission.
     #[must_use]
     pub fn total_timeout(mut self, timeout: Duration) -> Self {
         self.total_timeout = Some(timeout);
@@ -620,9 +627,11 @@ impl Task {
 
     /// Checks every rule, in this order, and reports the first one broken:
     /// priority, retry count, server process cost, total timeout (Mars's
-    /// limits, `kEctLocalTaskParam`); a non-zero long-polling timeout; cgi,
-    /// host and header syntax (stn's own guard against HTTP injection); then
-    /// the channel rules of [`Task::effective_channel`].
+    /// limits, `kEctLocalTaskParam`); a non-zero long-polling timeout; the
+    /// channel rules of [`Task::effective_channel`]; then, for a task that
+    /// may use the short link, the request as the HTTP codec would encode
+    /// it: cgi path, host and extra headers (stn's own guard against HTTP
+    /// injection, reported with the codec's message).
     pub fn validate(&self) -> Result<(), TaskError> {
         if self.priority > MAX_PRIORITY {
             return Err(TaskError::PriorityOutOfRange {
@@ -647,24 +656,19 @@ impl Task {
         if self.long_polling == Some(Duration::ZERO) {
             return Err(TaskError::ZeroLongPollingTimeout);
         }
-        if !is_request_target(&self.cgi) {
-            return Err(TaskError::InvalidCgi {
-                cgi: self.cgi.clone(),
-            });
+        let channel = self.effective_channel()?;
+        if channel.allows_short() {
+            // A body source builds each attempt's body: its length (and so a
+            // `Content-Length` the app set) is checked when the attempt encodes.
+            let body_len = self.body_source.is_none().then_some(self.body.len());
+            crate::codec::http::check_request(
+                &self.cgi,
+                self.host.as_deref(),
+                &self.headers,
+                body_len,
+            )?;
         }
-        if let Some(host) = &self.host {
-            if host.is_empty() || !is_request_target(host) {
-                return Err(TaskError::InvalidHost { host: host.clone() });
-            }
-        }
-        if let Some((name, _)) = self
-            .headers
-            .iter()
-            .find(|(name, value)| !is_header_name(name) || !is_header_value(value))
-        {
-            return Err(TaskError::InvalidHeader { name: name.clone() });
-        }
-        self.effective_channel().map(drop)
+        Ok(())
     }
 
     /// The channel the task may really use, after Mars's rules:
@@ -710,57 +714,28 @@ impl Task {
     }
 }
 
-/// A cgi path or host fits in a request line / header: no whitespace, no
-/// control characters (non-ASCII is allowed and sent as UTF-8).
-fn is_request_target(s: &str) -> bool {
-    s.chars().all(|c| !c.is_whitespace() && !c.is_control())
-}
-
-/// RFC 9110 token: visible ASCII except separators.
-fn is_header_name(name: &str) -> bool {
-    !name.is_empty()
-        && name.bytes().all(|b| {
-            b.is_ascii_alphanumeric()
-                || matches!(
-                    b,
-                    b'!' | b'#'
-                        | b'$'
-                        | b'%'
-                        | b'&'
-                        | b'\''
-                        | b'*'
-                        | b'+'
-                        | b'-'
-                        | b'.'
-                        | b'^'
-                        | b'_'
-                        | b'`'
-                        | b'|'
-                        | b'~'
-                )
-        })
-}
-
-/// RFC 9110 field value: tab, visible ASCII, space, or non-ASCII; never CR,
-/// LF, NUL or other controls.
-fn is_header_value(value: &str) -> bool {
-    value
-        .bytes()
-        .all(|b| b == b'\t' || (b' '..=b'~').contains(&b) || b >= 0x80)
+/// Task ids are handed out in order: a dense key for the engine's tables.
+impl DenseId for TaskId {
+    fn to_raw(self) -> u64 {
+        u64::from(self.get())
+    }
+    fn from_raw(raw: u64) -> Self {
+        // Only raws of this map's own keys come back (a window never spans
+        // past the largest key it was given).
+        TaskId::new(raw as u32)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::codec::http::RequestError;
+    use crate::test_util::ms;
     use proptest::prelude::*;
     use quickcheck::{Arbitrary, Gen, QuickCheck};
 
     fn base() -> Task {
         Task::new(7, "/cgi", "body")
-    }
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
     }
 
     #[test]
@@ -893,27 +868,46 @@ mod tests {
     fn cgi_host_and_headers_cannot_inject() {
         assert_eq!(
             base().cgi("/a b").validate(),
-            Err(TaskError::InvalidCgi { cgi: "/a b".into() })
+            Err(RequestError::BadCgi("/a b".into()).into())
         );
         assert!(base().cgi("/a\r\nX: y").validate().is_err());
-        assert_eq!(base().cgi("/über?q=1").validate(), Ok(()));
+        // The codec's rule: visible ASCII only (percent-encode the rest).
+        assert!(base().cgi("/über?q=1").validate().is_err());
+        assert_eq!(base().cgi("/%C3%BCber?q=1").validate(), Ok(()));
         assert_eq!(base().host("example.com:8080").validate(), Ok(()));
         assert_eq!(
             base().host("").validate(),
-            Err(TaskError::InvalidHost { host: "".into() })
+            Err(RequestError::BadHost(String::new()).into())
         );
         assert!(base().host("a\nb").validate().is_err());
         assert_eq!(base().header("Connection", "Keep-Alive").validate(), Ok(()));
         assert_eq!(base().header("X-A", "tab\tand space ok").validate(), Ok(()));
         assert_eq!(
             base().header("X-A", "1").header("Bad Name", "v").validate(),
-            Err(TaskError::InvalidHeader {
-                name: "Bad Name".into()
-            })
+            Err(RequestError::BadHeaderName("Bad Name".into()).into())
         );
+        assert_eq!(
+            base().header("Transfer-Encoding", "chunked").validate(),
+            Err(RequestError::FramingHeader("Transfer-Encoding".into()).into())
+        );
+        assert_eq!(base().header("Content-Length", "4").validate(), Ok(()));
         assert!(base().header("", "v").validate().is_err());
         assert!(base().header("X-A", "v\r\nInjected: 1").validate().is_err());
         assert!(base().header("X-A", "nul\0").validate().is_err());
+    }
+
+    #[test]
+    fn a_cgi_without_its_slash_is_refused_with_the_codecs_message() {
+        let err = base().cgi("mars/hello2").validate().unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "invalid cgi path \"mars/hello2\": must start with '/' and hold only visible ASCII"
+        );
+        // A task that can only use the long link never sends its cgi.
+        assert_eq!(
+            base().cgi("mars/hello2").channel(Channel::Long).validate(),
+            Ok(())
+        );
     }
 
     #[test]
@@ -1145,7 +1139,7 @@ mod tests {
     /// from the implementation (header names as "visible ASCII minus the RFC
     /// delimiters" rather than a token whitelist).
     fn reference_rules(s: &Spec) -> Vec<(bool, TaskError)> {
-        let target_ok = |x: &str| !x.chars().any(|c| c.is_whitespace() || c.is_control());
+        let visible = |x: &str| x.bytes().all(|b| (0x21..=0x7e).contains(&b));
         let name_ok = |n: &str| {
             !n.is_empty()
                 && n.bytes()
@@ -1155,7 +1149,19 @@ mod tests {
         let short = s.channel != Channel::Long && !s.cgi.is_empty();
         let long = s.channel != Channel::Short && s.cmd_id != 0;
         let lp = s.long_polling.is_some();
-        let first_bad_header = s.headers.iter().find(|(n, v)| !name_ok(n) || !value_ok(v));
+        // The request is checked only when the task may use the short link.
+        let sends_request = short && !s.send_only;
+        let header_error = s.headers.iter().find_map(|(n, v)| {
+            let framing = n.eq_ignore_ascii_case("transfer-encoding")
+                || (n.eq_ignore_ascii_case("content-length") && v.trim_matches([' ', '\t']) != "0");
+            if !name_ok(n) {
+                Some(RequestError::BadHeaderName(n.clone()))
+            } else if !value_ok(v) {
+                Some(RequestError::BadHeaderValue { name: n.clone() })
+            } else {
+                framing.then(|| RequestError::FramingHeader(n.clone()))
+            }
+        });
         vec![
             (
                 s.priority <= 5,
@@ -1188,24 +1194,6 @@ mod tests {
                 TaskError::ZeroLongPollingTimeout,
             ),
             (
-                target_ok(&s.cgi),
-                TaskError::InvalidCgi { cgi: s.cgi.clone() },
-            ),
-            (
-                s.host
-                    .as_deref()
-                    .is_none_or(|h| !h.is_empty() && target_ok(h)),
-                TaskError::InvalidHost {
-                    host: s.host.clone().unwrap_or_default(),
-                },
-            ),
-            (
-                first_bad_header.is_none(),
-                TaskError::InvalidHeader {
-                    name: first_bad_header.map(|h| h.0.clone()).unwrap_or_default(),
-                },
-            ),
-            (
                 short || long,
                 TaskError::NoChannel {
                     requested: s.channel,
@@ -1214,6 +1202,23 @@ mod tests {
             (!(s.send_only && lp), TaskError::SendOnlyWithLongPolling),
             (!s.send_only || long, TaskError::SendOnlyNeedsLongLink),
             (!lp || short, TaskError::LongPollingNeedsShortLink),
+            (
+                !sends_request || (s.cgi.starts_with('/') && visible(&s.cgi)),
+                RequestError::BadCgi(s.cgi.clone()).into(),
+            ),
+            (
+                !sends_request
+                    || s.host
+                        .as_deref()
+                        .is_none_or(|h| !h.is_empty() && visible(h)),
+                RequestError::BadHost(s.host.clone().unwrap_or_default()).into(),
+            ),
+            (
+                !sends_request || header_error.is_none(),
+                header_error
+                    .unwrap_or_else(|| RequestError::BadHeaderName(String::new()))
+                    .into(),
+            ),
         ]
     }
 
@@ -1440,9 +1445,9 @@ mod tests {
                 Err(TaskError::ServerProcessCostTooLarge { .. }) => "cost",
                 Err(TaskError::TotalTimeoutTooLarge { .. }) => "total",
                 Err(TaskError::ZeroLongPollingTimeout) => "lp-zero",
-                Err(TaskError::InvalidCgi { .. }) => "cgi",
-                Err(TaskError::InvalidHost { .. }) => "host",
-                Err(TaskError::InvalidHeader { .. }) => "header",
+                Err(TaskError::InvalidRequest(RequestError::BadCgi(_))) => "cgi",
+                Err(TaskError::InvalidRequest(RequestError::BadHost(_))) => "host",
+                Err(TaskError::InvalidRequest(_)) => "header",
                 Err(TaskError::NoChannel { .. }) => "no-channel",
                 Err(TaskError::SendOnlyWithLongPolling) => "so-lp",
                 Err(TaskError::SendOnlyNeedsLongLink) => "so-long",

@@ -30,7 +30,6 @@
 //! (The example runs as the unit test `examples::timeout`.)
 
 use crate::net::NetworkKind;
-use crate::profile::Profile;
 use crate::time::Duration;
 
 mod adaptive;
@@ -38,7 +37,7 @@ mod dynamic;
 mod estimate;
 
 pub use adaptive::AdaptiveConfig;
-pub(crate) use adaptive::{AdaptiveTimeouts, TimeoutKind};
+pub(crate) use adaptive::AdaptiveTimeouts;
 pub(crate) use dynamic::{AttemptOutcome, AttemptSample, DynState, DynamicTimeout};
 pub use dynamic::{DynamicTimeoutConfig, SizeClassCosts};
 pub use estimate::RttConfig;
@@ -127,24 +126,6 @@ pub struct TimeoutConfig {
 }
 
 impl TimeoutConfig {
-    /// The values of `profile`: the `timeouts` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::timeouts as k;
-        TimeoutConfig {
-            task_read_write: k::task_read_write(profile),
-            task_attempt_margin: k::task_attempt_margin(profile),
-            long_polling_margin: k::long_polling_margin(profile),
-            wifi: k::wifi(profile),
-            mobile: k::mobile(profile),
-            max_recv_len: k::max_recv_len(profile),
-            in_flight_cap: k::in_flight_cap(profile),
-            dynamic: k::dynamic(profile),
-            adaptive: k::adaptive(profile),
-        }
-    }
-
     /// The column that applies on `net`: "M" for mobile, "W" otherwise.
     pub fn network(&self, net: NetworkKind) -> &NetworkTimeouts {
         if net.is_mobile() {
@@ -160,12 +141,6 @@ impl TimeoutConfig {
             Some(cap) => in_flight.min(cap),
             None => in_flight,
         }
-    }
-}
-
-impl Default for TimeoutConfig {
-    fn default() -> Self {
-        Self::for_profile(Profile::Stn)
     }
 }
 

@@ -4,14 +4,11 @@
 //! The engine does not run TLS: the adapter does the handshake after the TCP
 //! connect and reports the connection connected only once it completes. A
 //! failed handshake is a failed connect attempt, reported as
-//! [`ConnectError::Tls`]; a TLS failure on an open connection (a fatal alert,
-//! a corrupt record) closes it with [`CloseReason::Tls`]. Every machine
+//! [`ConnectError::Tls`](crate::ConnectError::Tls); a TLS failure on an open connection (a fatal alert,
+//! a corrupt record) closes it with [`CloseReason::Tls`](crate::CloseReason::Tls). Every machine
 //! treats them as the connect failures and socket errors it already handles,
 //! and a task that ends on one carries
 //! [`SocketError::Tls`](crate::SocketError::Tls) or the connect error itself.
-
-use crate::io::CloseReason;
-use crate::net::ConnectError;
 
 /// What went wrong in TLS.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -129,40 +126,11 @@ impl core::fmt::Display for TlsFailure {
     }
 }
 
-impl ConnectError {
-    /// A connect attempt whose TCP connect succeeded but whose TLS handshake
-    /// failed.
-    pub const fn tls(failure: TlsFailure) -> ConnectError {
-        ConnectError::Tls(failure)
-    }
-
-    /// The TLS failure this is, if it is one ([`ConnectError::tls`]).
-    pub const fn tls_failure(&self) -> Option<TlsFailure> {
-        match self {
-            ConnectError::Tls(failure) => Some(*failure),
-            _ => None,
-        }
-    }
-}
-
-impl CloseReason {
-    /// An open connection ended by a TLS failure.
-    pub const fn tls(failure: TlsFailure) -> CloseReason {
-        CloseReason::Tls(failure)
-    }
-
-    /// The TLS failure this is, if it is one ([`CloseReason::tls`]).
-    pub const fn tls_failure(&self) -> Option<TlsFailure> {
-        match self {
-            CloseReason::Tls(failure) => Some(*failure),
-            _ => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::io::CloseReason;
+    use crate::net::ConnectError;
 
     #[test]
     fn every_failure_has_its_own_code_and_variant() {

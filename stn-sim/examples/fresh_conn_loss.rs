@@ -6,7 +6,7 @@
 
 use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
-use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
+use stn_sim::clients::fresh_conn::{FreshConnClient, FreshConnConfig};
 use stn_sim::path::{PathConditions, PathSchedule};
 use stn_sim::preset::Preset;
 use stn_sim::tcp::TcpStack;

@@ -1,22 +1,26 @@
 //! The benchmark of `docs/stn-benchmark.md`, reproduced in the
-//! simulator: suites, the stn engine as a simulated client, and the records
-//! every run produces.
+//! simulator: the suites, how each client is run, and the records every
+//! run produces.
 //!
 //! # API (for the CLI and report writers)
 //!
 //! ```no_run
-//! use stn_sim::bench::{run_suite, BenchOptions, Suite};
+//! use stn_sim::bench::{run_suite, suites, BenchOptions};
 //! let opts = BenchOptions::new(1, true); // seed 1, quick
-//! for suite in Suite::ALL {
+//! for suite in suites::default_run() {
 //!     let records = run_suite(suite, &opts); // Vec<RunRecord>
 //!     println!("{}: {} records", suite.name(), records.len());
 //! }
 //! ```
 //!
-//! - [`Suite`]: `Suite::ALL`, [`Suite::name`] (`loss`, `sensitivity`,
-//!   `request_size`, `response_size`, `long_link`, `bursty`, `recommended`,
-//!   `matrix`, `tls`),
-//!   [`Suite::from_name`], [`Suite::is_published`].
+//! - [`Suite`]: a suite as a unit — its name, its runs, its report
+//!   section, charts and heatmaps, and what judges it (targets per run,
+//!   or a gate per cell); every suite is a module of [`suites`] and a line
+//!   in [`suites::ALL`] (`loss`, `sensitivity`, `request_size`,
+//!   `response_size`, `long_link`, `bursty`, `recommended`, `matrix`,
+//!   `tls`, and the opt-in `tls_idempotent` and `heartbeat`);
+//!   [`suites::named`],
+//!   [`suites::default_run`].
 //! - [`BenchOptions`] `{ seed, quick, tuned, progress }`: `quick` = 50
 //!   successes instead of 500, 10 calls instead of 50, one sensitivity run
 //!   instead of 3; `tuned` also runs `stn-tuned` (labelled, never the
@@ -25,54 +29,36 @@
 //! - Records ([`record::RunRecord`]): `client` is `stn`, `stn-tuned`,
 //!   `mars-2017`, `mars`, `nsurlsession`, `okhttp-2017`, `okhttp-2017-60s`
 //!   (sensitivity), `nsurlsession-shared`, `okhttp-5`, `oracle`; `platform`
-//!   `ios` (xnu TCP) or `android` (Linux < 6.5); `scenario` `3g`, `2g`,
-//!   `loss-30%`, `bursty-30%`, `outage-20s`, `outage-20s/fit`,
+//!   `ios` (xnu TCP), `android` (Linux < 6.5) or `android-6.5`; `scenario`
+//!   `3g`, `2g`, `loss-30%`, `bursty-30%`, `outage-20s`, `outage-20s/fit`,
 //!   `3g/64KiB-request`, …; `sim_s` the virtual seconds simulated.
-//! - [`fidelity`]: the published sensitivity rows and [`fidelity::compare`].
-//! - [`targets`]: issue point 7's targets evaluated on records.
+//! - Judging: [`targets`] (per run, against the others of its scenario),
+//!   [`gate`] (per [`cell::Cell`], against the best other client),
+//!   [`fidelity`] (the published sensitivity rows, [`fidelity::compare`]).
 //!
-//! # What the suites show (seed 1; `cargo run --release -p stn-sim -- bench`)
+//! The figures the suites give (seed 1) are in the README's benchmark
+//! results; `cargo run --release -p stn-sim -- bench` prints them.
 //!
-//! - **Fidelity** ([`fidelity`]): `mars_2017` matches all 13 published
-//!   sensitivity rows (iOS 5–35 s, Android 5–30 s) in the fitted scenario
-//!   (restore 0.5 s / 1.5 s late, 5 candidates: the rows force both); taken
-//!   literally (restore at exactly R, 4 candidates) 10 rows miss.
-//! - **Loss, published qualitative findings reproduced**: Mars ≈ peers on
-//!   clean 3G/2G; at 30–70 % loss Mars's total time beats NSURLSession and
-//!   OkHttp 2017 with a widening gap; Mars makes somewhat more attempts than
-//!   NSURLSession, fewer than OkHttp.
-//! - **Winning** ([`targets`]): the default `stn` meets 122 of 130 targets:
-//!   every sensitivity row (≤ 0.75 s behind the oracle), clean 3G/2G
-//!   (identical to `mars_2017`), the attempts bound, and ≤ 0.75×
-//!   `mars_2017`'s total at 30 % and 50 % loss. It misses 0.81× vs
-//!   `mars_2017` at 70 % on iOS (bound 0.75×), the ≤ 0.5× ratios against
-//!   NSURLSession at 30 % (0.60×) and OkHttp 2017 at 50 % / 70 % (0.58× /
-//!   0.54×), and every ratio against the *recommended* peers (pooled
-//!   keep-alive connections skip the handshake that stn's fresh short-link
-//!   connection pays under loss). `stn-tuned` (labelled, not the default;
-//!   [`scenario::stn_tuned_config`]: first-packet base 4 s instead of
-//!   12/15 s) is faster on the short link but makes 1.28× `mars_2017`'s
-//!   attempts at 70 % and is slower on the long link, where a first-packet
-//!   timeout drops the whole link.
-//! - **Long link** (beyond): `stn` keeps Mars's long-link timeouts and is at
-//!   least as fast as `mars_2017` in every cell (70 %: iOS 9 362 s vs
-//!   10 461 s).
-//!
-//! Pieces: [`stn_client`] (the engine behind the [`crate::workload::CallClient`]
-//! seam), [`long_server`] (the long-link server app), [`scenario`] (platforms,
-//! clients, runners), [`suite`].
+//! Pieces: [`platform`] (which phone), [`client_kind`] (which client, built
+//! for a run; the client models are [`crate::clients`]), [`run_spec`] (the
+//! run's network and servers; [`long_server`] is the long-link server
+//! app), [`runner`] (one client's run into a record), [`cell`] (a gated
+//! cell and its runs), [`suite`] (the trait and the blocks the suites
+//! share), [`suites`].
 
+pub mod cell;
+pub mod client_kind;
 pub mod covering;
 pub mod fidelity;
 pub mod gate;
 pub mod long_server;
-pub mod matrix;
+pub mod platform;
 pub mod record;
-pub mod scenario;
-pub mod stn_client;
+pub mod run_spec;
+pub mod runner;
 pub mod suite;
+pub mod suites;
 pub mod targets;
-pub mod tls_suite;
 
 pub use record::RunRecord;
 pub use suite::{run_suite, run_suites, BenchOptions, Progress, Suite};

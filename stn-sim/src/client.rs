@@ -129,6 +129,13 @@ impl ClientCx<'_> {
         }
     }
 
+    /// Whether the middlebox ([`crate::middlebox`]) would pass a packet of
+    /// `socket`'s flow now: `Some(false)` once it has forgotten the flow
+    /// (`None`: no middlebox, or not this client's socket).
+    pub fn binding_alive(&self, socket: SocketId) -> Option<bool> {
+        self.net.binding_alive(self.id, socket)
+    }
+
     /// The pending wake-up time.
     pub fn wakeup(&self) -> Option<Instant> {
         self.state.wake_at

@@ -49,15 +49,15 @@ use stn_proto::Rng;
 use stn_proto::{Duration, Instant};
 
 use crate::apps::FixedResponseApp;
-use crate::bench::scenario::{
-    engine_client, response_body, server_apps, EngineVariant, Platform, RunSpec, LONG_PORT, SERVER,
-};
-use crate::bench::stn_client::StnClient;
+use crate::bench::client_kind::{engine_client, EngineVariant};
+use crate::bench::platform::Platform;
+use crate::bench::run_spec::{response_body, server_apps, RunSpec, LONG_PORT, SERVER};
 use crate::client::ClientCx;
+use crate::clients::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
+use crate::clients::stn::StnClient;
 use crate::host::{PortMode, ServerAction, ServerApp, ServerConnId, ServerReplies};
 use crate::link::{GilbertElliott, LinkConditions, LinkSchedule, LinkStats, LossModel};
 use crate::path::{PathConditions, PathSchedule};
-use crate::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
 use crate::preset::Preset;
 use crate::socket::{SocketEvent, SocketId};
 use crate::tcp::TcpStack;
@@ -66,14 +66,12 @@ use crate::workload::{
 };
 use crate::{RunOutcome, Simulation};
 
-// What a target is and the corpus replay: one file for the three crates
-// with fuzz targets (see its docs).
-#[path = "../../stn-proto/src/fuzzing/corpus.rs"]
-pub mod corpus;
 #[cfg(test)]
 mod swarm_tests;
 
-pub use corpus::Target;
+// What a target is and the corpus replay: shared by the three crates
+// with fuzz targets.
+pub use stn_proto::fuzz_corpus::Target;
 
 /// Every fuzz target of the simulator.
 pub const TARGETS: &[Target] = &[Target {
@@ -82,7 +80,7 @@ pub const TARGETS: &[Target] = &[Target {
     seeds,
 }];
 
-corpus::corpus_tests!(super::TARGETS);
+stn_proto::corpus_tests!(super::TARGETS);
 
 /// A host whose ports refuse connections (RST), behind the same path.
 pub const REFUSING: SocketAddr = SocketAddr::new(
@@ -192,7 +190,7 @@ pub enum ProfileChoice {
     /// Today's Mars.
     Mars,
     /// stn with the tuned first-packet timeout
-    /// ([`crate::bench::scenario::stn_tuned_config`]).
+    /// ([`crate::bench::client_kind::stn_tuned_config`]).
     StnTuned,
 }
 

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use stn_proto::{Duration, Instant};
 
 use crate::socket::SocketEvent;
-use crate::tcp::{Flags, Segment, TcpConn, TcpStack};
+use crate::tcp::{Flags, RouteCache, Segment, TcpConn, TcpStack};
 
 /// A server-side connection, unique per host for the whole run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -35,6 +35,17 @@ pub enum ServerAction {
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ServerReplies {
     actions: Vec<(Duration, ServerAction)>,
+    marks: Marks,
+}
+
+/// What an application tells its host about the bytes of one callback, for
+/// the host's [`ServerCost`] counters.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Marks {
+    /// The bytes were the app's own handshake (TLS), not a request.
+    handshake_bytes: bool,
+    /// The app's own handshake (TLS) completed.
+    secured: bool,
 }
 
 impl ServerReplies {
@@ -62,6 +73,64 @@ impl ServerReplies {
     pub fn actions(&self) -> &[(Duration, ServerAction)] {
         &self.actions
     }
+
+    /// Says that the bytes just handed to the app were a handshake of its
+    /// own (TLS), not a request. The host counts a connection as carrying a
+    /// request once its app gets bytes it does not mark so.
+    pub fn mark_handshake_bytes(&mut self) {
+        self.marks.handshake_bytes = true;
+    }
+
+    /// Says that the app's own handshake (TLS) on this connection completed.
+    pub fn mark_secured(&mut self) {
+        self.marks.secured = true;
+    }
+
+    /// The marks so far, cleared.
+    fn take_marks(&mut self) -> Marks {
+        std::mem::take(&mut self.marks)
+    }
+}
+
+/// What connection attempts cost a server host, counted where its stack and
+/// listeners see them (not estimated from the clients).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerCost {
+    /// SYNs that arrived at a listening port, retransmissions included.
+    /// SYNs lost on the way, and SYNs to refusing or black-holed ports (a
+    /// run's dead endpoints), are not counted.
+    pub syns: u64,
+    /// TCP handshakes completed (the final ACK arrived).
+    pub tcp_handshakes: u64,
+    /// Handshakes of the app's own (TLS: the client's Finished arrived).
+    pub tls_handshakes: u64,
+    /// Connections that completed their TCP handshake and carried no
+    /// request: closed, reset or timed out before their app got a request
+    /// byte, or still idle when counted (a race's losers, also those whose
+    /// close was lost on the way and that the server would hold until an
+    /// idle timeout).
+    pub wasted_handshakes: u64,
+}
+
+impl ServerCost {
+    /// Adds `other`'s counters to these.
+    pub fn add(&mut self, other: &ServerCost) {
+        self.syns += other.syns;
+        self.tcp_handshakes += other.tcp_handshakes;
+        self.tls_handshakes += other.tls_handshakes;
+        self.wasted_handshakes += other.wasted_handshakes;
+    }
+}
+
+/// How far a server connection got, for [`ServerCost`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Usage {
+    /// The TCP handshake has not completed.
+    Opening,
+    /// Handshake completed, no request yet.
+    Idle,
+    /// Its app got a request byte, or it ended (counted once).
+    Settled,
 }
 
 /// A server application bound to a listening port: bytes in, bytes out after
@@ -128,6 +197,7 @@ struct HostConn {
     peer: SocketAddr,
     conn: TcpConn,
     timer: Option<Instant>,
+    usage: Usage,
 }
 
 /// What a host wants the network to do after an input.
@@ -147,7 +217,9 @@ pub struct ServerHost {
     conns: BTreeMap<ServerConnId, HostConn>,
     by_tuple: BTreeMap<(u16, SocketAddr), ServerConnId>,
     next_conn: u64,
-    accepted: u64,
+    cost: ServerCost,
+    /// The host's per-destination TCP metrics (`tcp::RouteCache`).
+    routes: RouteCache,
 }
 
 impl ServerHost {
@@ -160,7 +232,8 @@ impl ServerHost {
             conns: BTreeMap::new(),
             by_tuple: BTreeMap::new(),
             next_conn: 0,
-            accepted: 0,
+            cost: ServerCost::default(),
+            routes: RouteCache::default(),
         }
     }
 
@@ -177,7 +250,21 @@ impl ServerHost {
 
     /// Connections that completed the handshake so far.
     pub fn accepted(&self) -> u64 {
-        self.accepted
+        self.cost.tcp_handshakes
+    }
+
+    /// What connection attempts have cost this host so far; a connection
+    /// still idle now (handshake done, no request) counts as wasted.
+    pub fn cost(&self) -> ServerCost {
+        let idle = self
+            .conns
+            .values()
+            .filter(|c| c.usage == Usage::Idle)
+            .count();
+        ServerCost {
+            wasted_handshakes: self.cost.wasted_handshakes + idle as u64,
+            ..self.cost
+        }
     }
 
     /// Connections currently open (any state).
@@ -188,6 +275,9 @@ impl ServerHost {
     pub(crate) fn handle_segment(&mut self, now: Instant, seg: &Segment, out: &mut HostOutput) {
         let port = seg.dst.port();
         if let Some(&id) = self.by_tuple.get(&(port, seg.src)) {
+            if seg.is_syn_only() {
+                self.cost.syns += 1;
+            }
             if let Some(hc) = self.conns.get_mut(&id) {
                 hc.conn.handle_segment(now, seg);
             }
@@ -197,9 +287,11 @@ impl ServerHost {
         match self.ports.get(&port) {
             Some(PortMode::BlackHole) => {}
             Some(PortMode::Listen(_)) if seg.is_syn_only() => {
+                self.cost.syns += 1;
                 let id = ServerConnId(self.next_conn);
                 self.next_conn += 1;
-                let conn = TcpConn::accept(now, seg.dst, seg, self.stack.clone());
+                let cached = self.routes.lookup(now, seg.src.ip());
+                let conn = TcpConn::accept(now, seg.dst, seg, self.stack.clone(), cached);
                 self.conns.insert(
                     id,
                     HostConn {
@@ -207,6 +299,7 @@ impl ServerHost {
                         peer: seg.src,
                         conn,
                         timer: None,
+                        usage: Usage::Opening,
                     },
                 );
                 self.by_tuple.insert((port, seg.src), id);
@@ -274,36 +367,53 @@ impl ServerHost {
                 Some(PortMode::Listen(app)) => Some(app),
                 _ => None,
             };
-            match ev {
+            let ended = match ev {
                 SocketEvent::Connected => {
-                    self.accepted += 1;
+                    self.cost.tcp_handshakes += 1;
+                    hc.usage = Usage::Idle;
                     if let Some(app) = app {
                         app.on_accept(now, id, hc.peer, &mut replies);
                     }
+                    false
                 }
                 SocketEvent::Data(d) => {
                     if let Some(app) = app {
                         app.on_data(now, id, &d, &mut replies);
                     }
+                    let marks = replies.take_marks();
+                    self.cost.tls_handshakes += u64::from(marks.secured);
+                    if !marks.handshake_bytes && hc.usage == Usage::Idle {
+                        hc.usage = Usage::Settled;
+                    }
+                    false
                 }
                 SocketEvent::Closed => {
                     if let Some(app) = app {
                         app.on_peer_closed(now, id, &mut replies);
                     }
+                    true
                 }
                 // Server sockets are plain TCP (TLS runs in the app).
-                SocketEvent::TcpConnected | SocketEvent::EarlyData { .. } => {}
+                SocketEvent::TcpConnected | SocketEvent::EarlyData { .. } => false,
                 SocketEvent::Reset | SocketEvent::TimedOut | SocketEvent::ConnectFailed(_) => {
                     if let Some(app) = app {
                         app.on_reset(now, id);
                     }
+                    true
                 }
+            };
+            if ended || hc.conn.is_closed() {
+                settle(&mut self.cost, &mut hc.usage);
             }
         }
         for (delay, action) in replies.actions {
             out.actions.push((now + delay, id, action));
         }
+        if let Some(report) = hc.conn.take_metrics() {
+            self.routes.update(now, hc.peer.ip(), report);
+        }
         if hc.conn.is_closed() {
+            settle(&mut self.cost, &mut hc.usage);
             let key = (hc.port, hc.peer);
             self.conns.remove(&id);
             self.by_tuple.remove(&key);
@@ -317,4 +427,13 @@ impl ServerHost {
             }
         }
     }
+}
+
+/// A connection's end: counts it as wasted when it completed its handshake
+/// and carried no request.
+fn settle(cost: &mut ServerCost, usage: &mut Usage) {
+    if *usage == Usage::Idle {
+        cost.wasted_handshakes += 1;
+    }
+    *usage = Usage::Settled;
 }

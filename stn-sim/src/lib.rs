@@ -12,13 +12,16 @@
 //! - [`link`], [`path`], [`preset`]: per-direction links (delay, jitter,
 //!   bandwidth with a drop-tail queue, Bernoulli and Gilbert–Elliott loss,
 //!   scripted changes and outages) and the Network Link Conditioner presets;
+//! - [`middlebox`]: a NAT at the client's edge that forgets idle flows
+//!   (off unless a simulation sets one);
 //! - [`tcp`]: the TCP model (OS SYN schedules, RTO, segmenting, ACKs, FIN);
 //! - [`host`] and [`apps`]: server hosts with listening / refusing /
 //!   black-holed ports and pluggable [`host::ServerApp`]s;
-//! - [`client`] and [`socket`]: the seam through which client models
-//!   (stn-proto's engine, peer models) act — [`client::SimClient`];
-//! - [`fresh_conn`]: the "fresh connection per request" HTTP client, the
-//!   skeleton of the OkHttp-2017 peer;
+//! - [`client`] and [`socket`]: the seam through which client models act
+//!   ([`client::SimClient`]); [`workload`]: calls, the seam of call-level
+//!   clients ([`workload::CallClient`]) and the loops that drive them;
+//! - [`clients`]: the client models — stn-proto's engine, the peers, the
+//!   oracle;
 //! - [`sim`]: the [`Simulation`] event loop; [`trace`]: the trace and hash;
 //! - [`http`]: just enough HTTP/1.1 framing for the simulated short link;
 //! - `fuzzing` (only under `cfg(fuzzing)`, which cargo-fuzz sets, and in
@@ -38,7 +41,8 @@
 //! What is modelled and what is not: see [`link`] (processing order,
 //! FIFO jitter) and [`tcp`] (handshake, windows, timers, simplifications).
 //! TLS 1.3 is in [`tls`]. Not modelled at all yet: DNS, IPv6-specific behaviour, network
-//! change notifications to clients, middleboxes.
+//! change notifications to clients; of middleboxes only the idle-timeout
+//! NAT.
 //!
 //! ```
 //! use stn_sim::{Simulation, client::{ClientCx, SimClient}, socket::{SocketEvent, SocketId}};
@@ -76,18 +80,17 @@
 pub mod apps;
 pub mod bench;
 pub mod client;
+pub mod clients;
 pub mod event;
-pub mod fresh_conn;
 #[cfg(any(fuzzing, test))]
 pub mod fuzzing;
 pub mod host;
 pub mod http;
 mod ids;
 pub mod link;
+pub mod middlebox;
 mod network;
-pub mod oracle;
 pub mod path;
-pub mod peers;
 pub mod preset;
 pub mod report;
 pub mod scenario;

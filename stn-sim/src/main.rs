@@ -8,9 +8,9 @@
 //! ```
 //!
 //! - `bench` runs the benchmark suites of `docs/stn-benchmark.md`
-//!   (all of them unless `--suite` picks some; the opt-in suite
-//!   `tls_idempotent`, TLS 0-RTT for idempotent calls, only when
-//!   picked), writes `report.md` (every published-style table), `report.json` and SVG charts into `--out`
+//!   (all of them unless `--suite` picks some; the opt-in suites
+//!   `tls_idempotent`, TLS 0-RTT for idempotent calls, and `heartbeat`,
+//!   the smart heartbeat against a NAT's idle timeout, only when picked), writes `report.md` (every published-style table), `report.json` and SVG charts into `--out`
 //!   (default `target/stn-bench/`, cleared of the previous run's files
 //!   first, so it holds one run), and prints a short summary on stdout:
 //!   the headline table, targets and gates met and missed, where the
@@ -46,6 +46,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use stn_sim::bench::record::{Report, RunRecord};
+use stn_sim::bench::suites::{self, Sensitivity};
 use stn_sim::bench::{run_suite, BenchOptions, Suite};
 use stn_sim::report::{self, table};
 use stn_sim::scenario::{Scenario, DEFAULT_TRACE_SCENARIO};
@@ -86,10 +87,9 @@ struct BenchArgs {
     /// Root seed; every run's seed derives from it.
     #[arg(long, default_value_t = DEFAULT_SEED)]
     seed: u64,
-    /// Run only this suite (repeatable). Default: all of them but the
-    /// opt-in ones (`tls_idempotent`).
-    #[arg(long = "suite", value_name = "NAME", value_parser = parse_suite)]
-    suites: Vec<Suite>,
+    /// Run only this suite (repeatable; the list is in the help text).
+    #[arg(long = "suite", value_name = "NAME", value_parser = parse_suite, help = suite_help())]
+    suites: Vec<&'static dyn Suite>,
     /// Leave out `stn-tuned` (stn with overridden constants, labelled).
     #[arg(long)]
     no_tuned: bool,
@@ -145,13 +145,27 @@ struct TraceArgs {
     quick: bool,
 }
 
-fn parse_suite(s: &str) -> Result<Suite, String> {
-    Suite::from_name(s).ok_or_else(|| {
-        let names: Vec<&str> = Suite::ALL
-            .iter()
-            .chain(&Suite::OPT_IN)
-            .map(|s| s.name())
-            .collect();
+/// `--suite`'s help: every suite of the registry, and which are opt-in.
+fn suite_help() -> String {
+    let names: Vec<String> = suites::ALL
+        .iter()
+        .map(|s| {
+            if s.in_default_run() {
+                s.name().to_owned()
+            } else {
+                format!("{} (opt-in)", s.name())
+            }
+        })
+        .collect();
+    format!(
+        "Run only this suite (repeatable): {}. Default: every suite but the opt-in ones",
+        names.join(", ")
+    )
+}
+
+fn parse_suite(s: &str) -> Result<&'static dyn Suite, String> {
+    suites::named(s).ok_or_else(|| {
+        let names: Vec<&str> = suites::ALL.iter().map(|s| s.name()).collect();
         format!("unknown suite {s:?}; use one of: {}", names.join(", "))
     })
 }
@@ -187,7 +201,7 @@ fn speed_line(runs: &[RunRecord], wall: f64) -> String {
 }
 
 fn progress_line(r: &RunRecord, at: f64) -> String {
-    let what = if r.completion_s.is_some() || (r.attempts == 1 && r.suite == "sensitivity") {
+    let what = if r.completion_s.is_some() || (r.attempts == 1 && r.suite == Sensitivity.name()) {
         table::completion_cell(r)
     } else {
         format!("{} s, {} attempts", table::secs(r.total_s), r.attempts)
@@ -239,13 +253,13 @@ fn bench_command(a: &BenchArgs) -> String {
 }
 
 fn bench(a: BenchArgs) -> Result<(), String> {
-    let suites: Vec<Suite> = if a.suites.is_empty() {
-        Suite::ALL.to_vec()
+    let suites: Vec<&dyn Suite> = if a.suites.is_empty() {
+        suites::default_run().collect()
     } else {
         // In the order given, each once.
-        let mut v: Vec<Suite> = Vec::new();
+        let mut v: Vec<&dyn Suite> = Vec::new();
         for s in &a.suites {
-            if !v.contains(s) {
+            if !v.iter().any(|x| x.name() == s.name()) {
                 v.push(*s);
             }
         }
@@ -310,35 +324,21 @@ fn bench(a: BenchArgs) -> Result<(), String> {
     matrix_gate(&a, &report.runs, &command)
 }
 
-/// The matrix gate against the known-misses list (`--known-misses`), and
-/// the list of today's misses (`--write-known-misses`).
+/// The per-cell gates against the known-misses list (`--known-misses`),
+/// and the list of today's misses (`--write-known-misses`).
 fn matrix_gate(a: &BenchArgs, runs: &[RunRecord], command: &str) -> Result<(), String> {
     use stn_sim::bench::gate;
-    // The matrix's cells and the tls suite's, gated alike (their keys differ:
-    // tls cells' scenarios start with `tls `).
-    let mut verdicts = gate::verdicts(runs);
-    let tls = stn_sim::bench::tls_suite::verdicts(runs);
-    if !tls.is_empty() {
+    // Every gated suite's cells alike (their keys differ by suite: tls
+    // cells' scenarios start with `tls `).
+    let mut verdicts = Vec::new();
+    for (suite, mine) in suites::gate_verdicts(runs) {
         eprintln!(
-            "tls gate: {} cells, {} misses",
-            tls.len(),
-            tls.iter().filter(|v| !v.met()).count()
+            "{} gate: {} cells, {} misses",
+            suite.name(),
+            mine.len(),
+            mine.iter().filter(|v| !v.met()).count()
         );
-    }
-    let idempotent = stn_sim::bench::tls_suite::idempotent_verdicts(runs);
-    if !idempotent.is_empty() {
-        eprintln!(
-            "tls_idempotent gate: {} cells, {} misses",
-            idempotent.len(),
-            idempotent.iter().filter(|v| !v.met()).count()
-        );
-    }
-    let matrix_cells = verdicts.len();
-    verdicts.extend(tls);
-    verdicts.extend(idempotent);
-    let misses = verdicts[..matrix_cells].iter().filter(|v| !v.met()).count();
-    if matrix_cells > 0 {
-        eprintln!("matrix gate: {matrix_cells} cells, {misses} misses");
+        verdicts.extend(mine);
     }
     if let Some(path) = &a.write_known_misses {
         std::fs::write(path, gate::known_misses_file(&verdicts, command))
@@ -419,15 +419,8 @@ fn run(a: RunArgs) -> Result<(), String> {
 
 fn trace(a: TraceArgs) -> Result<(), String> {
     if let Some(key) = &a.matrix_cell {
-        // A matrix cell, or a cell of the tls suite (its keys start `… tls `).
-        let cell = stn_sim::bench::matrix::find_cell(key, a.quick)
-            .or_else(|| {
-                stn_sim::bench::tls_suite::cells(a.quick)
-                    .into_iter()
-                    .chain(stn_sim::bench::tls_suite::idempotent_cells(a.quick))
-                    .find(|c| c.key() == *key)
-            })
-            .ok_or_else(|| {
+        // A cell of any suite gated per cell (tls keys start `… tls `).
+        let cell = suites::find_cell(key, a.quick).ok_or_else(|| {
                 format!(
                     "no matrix or tls cell {key:?} (keys are `platform scenario`, as report.md prints them)"
                 )
@@ -476,7 +469,7 @@ fn trace(a: TraceArgs) -> Result<(), String> {
 }
 
 /// Prints a trace, one event per line, then `# {what}: …` and its hash.
-fn print_trace(t: &stn_sim::bench::scenario::TraceRun, what: &str) {
+fn print_trace(t: &stn_sim::bench::runner::TraceRun, what: &str) {
     let mut out = String::with_capacity(t.events.len() * 80);
     for e in &t.events {
         out.push_str(e);

@@ -12,9 +12,10 @@ use crate::event::EventQueue;
 use crate::host::{HostOutput, ServerAction, ServerConnId, ServerHost};
 use crate::ids::ClientId;
 use crate::link::{Link, LinkStats, LinkVerdict};
+use crate::middlebox::{Nat, Verdict};
 use crate::path::{Direction, PathSchedule};
 use crate::socket::{SocketError, SocketEvent, SocketId};
-use crate::tcp::{Flags, Segment, TcpConn, TcpStack};
+use crate::tcp::{Flags, RouteCache, Segment, TcpConn, TcpStack};
 use crate::tls::{TicketStore, TlsClientConfig, TlsSession};
 use crate::trace::{DropReason, Trace};
 
@@ -55,6 +56,10 @@ pub(crate) enum NetEvent {
     ClientWake {
         client: ClientId,
         generation: u64,
+    },
+    /// The middlebox's RST reaches the client.
+    MiddleboxReset {
+        seg: Segment,
     },
 }
 
@@ -102,6 +107,10 @@ pub(crate) struct Network {
     pub(crate) pending: VecDeque<(ClientId, SocketId, SocketEvent)>,
     /// Clients whose sockets run TLS.
     tls_clients: BTreeMap<ClientId, TlsClient>,
+    /// The middlebox at the client's edge, if any.
+    middlebox: Option<Nat>,
+    /// The phone's per-destination TCP metrics (`tcp::RouteCache`).
+    routes: RouteCache,
 }
 
 impl Network {
@@ -120,7 +129,26 @@ impl Network {
             next_port: PORT_FIRST,
             pending: VecDeque::new(),
             tls_clients: BTreeMap::new(),
+            middlebox: None,
+            routes: RouteCache::default(),
         }
+    }
+
+    /// Puts `nat` at the client's edge of every path (`None`: none).
+    pub(crate) fn set_middlebox(&mut self, nat: Option<Nat>) {
+        self.middlebox = nat;
+    }
+
+    pub(crate) fn middlebox(&self) -> Option<&Nat> {
+        self.middlebox.as_ref()
+    }
+
+    /// Whether the middlebox would pass a packet of `socket`'s flow now
+    /// (`None`: no middlebox, or no such socket).
+    pub(crate) fn binding_alive(&self, owner: ClientId, id: SocketId) -> Option<bool> {
+        let s = self.sockets.get(&id).filter(|s| s.owner == owner)?;
+        let (port, remote) = s.key;
+        self.middlebox.as_ref()?.is_bound(self.now, port, remote)
     }
 
     /// Runs TLS on every later socket of `client` (`None`: plain TCP).
@@ -170,6 +198,10 @@ impl Network {
         self.hosts.get(&ip)
     }
 
+    pub(crate) fn hosts(&self) -> impl Iterator<Item = &ServerHost> {
+        self.hosts.values()
+    }
+
     pub(crate) fn host_mut(&mut self, ip: IpAddr) -> Option<&mut ServerHost> {
         self.hosts.get_mut(&ip)
     }
@@ -190,7 +222,8 @@ impl Network {
         let id = SocketId(self.next_socket);
         self.next_socket += 1;
         let local = SocketAddr::new(self.client_ip, port);
-        let conn = TcpConn::connect(self.now, local, remote, stack.clone());
+        let cached = self.routes.lookup(self.now, remote.ip());
+        let conn = TcpConn::connect(self.now, local, remote, stack.clone(), cached);
         self.by_tuple.insert((port, remote), id);
         self.sockets.insert(
             id,
@@ -302,6 +335,9 @@ impl Network {
                 self.pending.push_back((s.owner, id, ev));
             }
         }
+        if let Some(report) = s.conn.take_metrics() {
+            self.routes.update(now, s.key.1.ip(), report);
+        }
         if s.conn.is_closed() {
             let key = s.key;
             self.sockets.remove(&id);
@@ -350,7 +386,34 @@ impl Network {
 
     // ---- the wire -------------------------------------------------------
 
+    /// Sends `seg` from its host: through the middlebox (at the client's
+    /// edge), then onto its path's link.
     fn transmit(&mut self, dir: Direction, seg: Segment) {
+        if dir == Direction::Up {
+            if let Some(nat) = self.middlebox.as_mut() {
+                match nat.outbound(self.now, &seg) {
+                    Verdict::Pass => {}
+                    Verdict::Drop => {
+                        self.trace
+                            .dropped(self.now, dir, DropReason::Middlebox, &seg);
+                        return;
+                    }
+                    Verdict::DropAndReset => {
+                        self.trace
+                            .dropped(self.now, dir, DropReason::Middlebox, &seg);
+                        let rst = Segment::reset_for(self.now, &seg);
+                        self.queue
+                            .push(self.now, NetEvent::MiddleboxReset { seg: rst });
+                        return;
+                    }
+                }
+            }
+        }
+        self.offer(dir, seg);
+    }
+
+    /// Puts `seg` on its path's link in direction `dir`.
+    fn offer(&mut self, dir: Direction, seg: Segment) {
         let path_ip = match dir {
             Direction::Up => seg.dst.ip(),
             Direction::Down => seg.src.ip(),
@@ -393,6 +456,23 @@ impl Network {
         }
     }
 
+    /// A segment reaches the client host: its socket, or the kernel's RST.
+    fn deliver_to_client(&mut self, seg: Segment) {
+        let now = self.now;
+        let Some(&id) = self.by_tuple.get(&(seg.dst.port(), seg.src)) else {
+            // No socket (closed, or abandoned while connecting):
+            // the kernel answers with RST, e.g. to a late SYN-ACK.
+            if !seg.flags.contains(Flags::RST) {
+                self.transmit(Direction::Up, Segment::reset_for(now, &seg));
+            }
+            return;
+        };
+        if let Some(s) = self.sockets.get_mut(&id) {
+            s.conn.handle_segment(now, &seg);
+        }
+        self.drive_socket(id);
+    }
+
     /// Handles every event that does not involve calling a client.
     pub(crate) fn handle(&mut self, ev: NetEvent) {
         let now = self.now;
@@ -411,21 +491,26 @@ impl Network {
                         if seg.dst.ip() != self.client_ip {
                             return;
                         }
-                        let Some(&id) = self.by_tuple.get(&(seg.dst.port(), seg.src)) else {
-                            // No socket (closed, or abandoned while connecting):
-                            // the kernel answers with RST, e.g. to a late SYN-ACK.
-                            if !seg.flags.contains(Flags::RST) {
-                                self.transmit(Direction::Up, Segment::reset_for(now, &seg));
+                        if let Some(nat) = self.middlebox.as_mut() {
+                            match nat.inbound(now, &seg) {
+                                Verdict::Pass => {}
+                                Verdict::Drop => {
+                                    self.trace.dropped(now, dir, DropReason::Middlebox, &seg);
+                                    return;
+                                }
+                                Verdict::DropAndReset => {
+                                    self.trace.dropped(now, dir, DropReason::Middlebox, &seg);
+                                    // Back to the server, from the edge.
+                                    self.offer(Direction::Up, Segment::reset_for(now, &seg));
+                                    return;
+                                }
                             }
-                            return;
-                        };
-                        if let Some(s) = self.sockets.get_mut(&id) {
-                            s.conn.handle_segment(now, &seg);
                         }
-                        self.drive_socket(id);
+                        self.deliver_to_client(seg);
                     }
                 }
             }
+            NetEvent::MiddleboxReset { seg } => self.deliver_to_client(seg),
             NetEvent::ClientTimer { socket } => {
                 let Some(s) = self.sockets.get_mut(&socket) else {
                     return;

@@ -20,6 +20,7 @@
 //! ```
 
 pub mod chart;
+pub mod cost;
 pub mod heatmap;
 pub mod summary;
 pub mod table;
@@ -44,13 +45,15 @@ pub fn report_markdown(report: &Report, command: &str) -> String {
          numbers, bit for bit. Reference: `docs/stn-benchmark.md`.\n\n",
     );
     out.push_str(&table::all_tables(&report.runs));
-    out.push_str(&fidelity_section(&report.runs));
+    for suite in crate::bench::suites::ALL {
+        out.push_str(&suite.closing_section(&report.runs));
+    }
     out.push_str(&targets_section(&report.runs));
     out
 }
 
-/// Issue point 7's targets ([`crate::bench::targets`]) for `stn` and, when
-/// it ran, `stn-tuned`, misses first; `""` when no target applies.
+/// The targets ([`crate::bench::targets`]) for `stn` and, when it ran,
+/// `stn-tuned`, misses first; `""` when no target applies.
 pub fn targets_section(runs: &[RunRecord]) -> String {
     let mut out = String::new();
     for client in ["stn", "stn-tuned"] {
@@ -71,32 +74,6 @@ pub fn targets_section(runs: &[RunRecord]) -> String {
     out
 }
 
-/// The published sensitivity rows against the model's `mars-2017` and peer
-/// ([`crate::bench::fidelity`]), nominal and fitted scenarios; `""` without
-/// sensitivity records.
-pub fn fidelity_section(runs: &[RunRecord]) -> String {
-    let mut out = String::new();
-    for (fitted, title) in [
-        (false, "nominal `outage-Rs`"),
-        (true, "fitted `outage-Rs/fit`"),
-    ] {
-        let rows = crate::bench::fidelity::compare(runs, fitted);
-        if rows.is_empty() {
-            continue;
-        }
-        if out.is_empty() {
-            out.push_str("## Fidelity: the published sensitivity tables against the model\n\n");
-            out.push_str(crate::bench::fidelity::WHY_FITTED);
-            out.push_str("\n\n");
-        }
-        out.push_str(&format!(
-            "### {title}\n\n{}\n",
-            crate::bench::fidelity::table(&rows)
-        ));
-    }
-    out
-}
-
 /// `report.json`: the report through serde, pretty-printed.
 pub fn report_json(report: &Report) -> String {
     // Serializing plain strings, integers and floats cannot fail.
@@ -106,7 +83,7 @@ pub fn report_json(report: &Report) -> String {
 }
 
 /// A file name made of `[a-z0-9-]` from `parts`.
-fn file_stem(parts: &[&str]) -> String {
+pub(crate) fn file_stem(parts: &[&str]) -> String {
     let joined = parts.join("-").to_lowercase();
     let mut s: String = joined
         .chars()
@@ -118,59 +95,28 @@ fn file_stem(parts: &[&str]) -> String {
     s.trim_matches('-').to_owned()
 }
 
-/// Every chart the records allow, as `(file name, chart)`:
-/// - `sensitivity-<platform>[-<variant>].svg`: completion against the outage
-///   length, per platform and scenario variant (`outage-Rs` vs `outage-Rs/fit`);
-/// - `<suite>-<platform>.svg`: total time against the loss rate for every
-///   other suite whose scenarios carry a loss rate (`loss-30%`), size suites
-///   excepted.
+/// Every chart the records allow, as `(file name, chart)`, suite by suite
+/// in the order the records name them ([`crate::bench::Suite::charts`]; a
+/// suite that is not registered gets [`chart::loss_charts`]).
 pub fn charts(runs: &[RunRecord]) -> Vec<(String, chart::LineChart)> {
     let all: Vec<&RunRecord> = runs.iter().collect();
-    let mut out = Vec::new();
-    for suite in table::ordered(&all, |r| r.suite.as_str()) {
-        let these: Vec<&RunRecord> = all.iter().copied().filter(|r| r.suite == suite).collect();
-        for platform in table::ordered(&these, |r| r.platform.as_str()) {
-            match suite {
-                "sensitivity" => {
-                    let mine: Vec<&RunRecord> = these
-                        .iter()
-                        .copied()
-                        .filter(|r| r.platform == platform)
-                        .collect();
-                    for variant in table::ordered(&mine, |r| table::scenario_variant(&r.scenario).1)
-                    {
-                        if let Some(c) = chart::sensitivity_chart(runs, suite, platform, variant) {
-                            out.push((
-                                format!("{}.svg", file_stem(&[suite, platform, variant])),
-                                c,
-                            ));
-                        }
-                    }
-                }
-                "request_size" | "response_size" | "matrix" | "tls" | "tls_idempotent" => {}
-                _ => {
-                    if let Some(c) = chart::loss_chart(runs, suite, platform) {
-                        out.push((format!("{}.svg", file_stem(&[suite, platform])), c));
-                    }
-                }
-            }
-        }
-    }
-    out
+    table::ordered(&all, |r| r.suite.as_str())
+        .into_iter()
+        .flat_map(|name| match crate::bench::suites::named(name) {
+            Some(suite) => suite.charts(runs),
+            None => chart::loss_charts(runs, name),
+        })
+        .collect()
 }
 
-/// The matrix heatmaps the records allow, as `(file name, heatmap)`:
-/// `matrix-heatmap.svg` (RTT × loss) and `matrix-sweep.svg` (outage sweep).
+/// Every heatmap the records allow, as `(file name, heatmap)`, in report
+/// order ([`crate::bench::Suite::heatmaps`]: the matrix's
+/// `matrix-heatmap.svg` and `matrix-sweep.svg`).
 pub fn heatmaps(runs: &[RunRecord]) -> Vec<(String, heatmap::Heatmap)> {
-    let verdicts = crate::bench::gate::verdicts(runs);
-    let mut out = Vec::new();
-    if let Some(h) = heatmap::design_heatmap(&verdicts) {
-        out.push(("matrix-heatmap.svg".to_owned(), h));
-    }
-    if let Some(h) = heatmap::sweep_heatmap(&verdicts) {
-        out.push(("matrix-sweep.svg".to_owned(), h));
-    }
-    out
+    crate::bench::suites::ALL
+        .iter()
+        .flat_map(|s| s.heatmaps(runs))
+        .collect()
 }
 
 /// The list of the files the last run wrote, kept in the output folder so
@@ -185,7 +131,7 @@ pub fn is_bench_file(name: &str) -> bool {
         return true;
     }
     name.ends_with(".svg")
-        && crate::bench::Suite::ALL
+        && crate::bench::suites::ALL
             .iter()
             .any(|s| name.starts_with(&format!("{}-", file_stem(&[s.name()]))))
 }

@@ -88,11 +88,12 @@ use serde::Deserialize;
 use stn_proto::Rng;
 use stn_proto::{Duration, Instant};
 
+use crate::bench::client_kind::ClientKind;
+use crate::bench::platform::Platform;
 use crate::bench::record::RunRecord;
-pub use crate::bench::scenario::TraceRun;
-use crate::bench::scenario::{
-    run_sequential, run_single, run_traced, Candidate, ClientKind, Platform, RunResult, RunSpec,
-};
+use crate::bench::run_spec::{Candidate, RunSpec};
+pub use crate::bench::runner::TraceRun;
+use crate::bench::runner::{run_sequential, run_single, run_traced, RunResult};
 use crate::link::{GilbertElliott, LinkConditions, LossModel};
 use crate::path::{PathConditions, PathSchedule};
 use crate::preset::Preset;
@@ -891,7 +892,7 @@ mod tests {
         let spec = s.run_spec(1, 0);
         use Candidate::{BlackHoled, Live, Refusing};
         assert_eq!(spec.candidates, [BlackHoled, Refusing, Live]);
-        let ips: Vec<String> = crate::bench::scenario::candidate_ips(&spec)
+        let ips: Vec<String> = crate::bench::run_spec::candidate_ips(&spec)
             .iter()
             .map(|ip| ip.to_string())
             .collect();

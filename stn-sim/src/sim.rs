@@ -6,7 +6,7 @@ use stn_proto::Instant;
 use stn_proto::Rng;
 
 use crate::client::{ClientCx, ClientId, ClientState, SimClient};
-use crate::host::{PortMode, ServerApp, ServerHost};
+use crate::host::{PortMode, ServerApp, ServerCost, ServerHost};
 use crate::link::LinkStats;
 use crate::network::{NetEvent, Network, STREAM_CLIENT};
 use crate::path::PathSchedule;
@@ -43,7 +43,7 @@ struct Slot<C> {
 /// (use `Box<dyn SimClient>` to mix kinds).
 ///
 /// ```
-/// use stn_sim::{Simulation, apps::FixedResponseApp, fresh_conn::{FreshConnClient, FreshConnConfig}};
+/// use stn_sim::{Simulation, apps::FixedResponseApp, clients::fresh_conn::{FreshConnClient, FreshConnConfig}};
 /// use stn_sim::{host::PortMode, path::PathSchedule, preset::Preset, tcp::TcpStack};
 /// use stn_proto::{Duration, Instant};
 ///
@@ -123,9 +123,30 @@ impl<C: SimClient> Simulation<C> {
         self.set_port(addr, PortMode::Listen(Box::new(app)))
     }
 
+    /// Puts a middlebox (a NAT that forgets idle flows,
+    /// [`crate::middlebox`]) at the client's edge of every path; `None`
+    /// removes it.
+    pub fn set_middlebox(&mut self, nat: Option<crate::middlebox::Nat>) {
+        self.net.set_middlebox(nat);
+    }
+
+    /// The middlebox, if any.
+    pub fn middlebox(&self) -> Option<&crate::middlebox::Nat> {
+        self.net.middlebox()
+    }
+
     /// The host at `ip`.
     pub fn host(&self, ip: IpAddr) -> Option<&ServerHost> {
         self.net.host(ip)
+    }
+
+    /// What connection attempts cost every server host so far, summed.
+    pub fn server_cost(&self) -> ServerCost {
+        let mut cost = ServerCost::default();
+        for h in self.net.hosts() {
+            cost.add(&h.cost());
+        }
+        cost
     }
 
     /// Packet counters of the path to `ip`: (up, down).

@@ -72,6 +72,7 @@ impl SocketEvent {
                     // The code TLS failures had in the OS-error slot, so
                     // traces hash as they did before TLS had a variant.
                     ConnectError::Tls(f) => (6, f.code()),
+                    ConnectError::Proxy(f) => (7, f.code()),
                 };
                 h.write_u8(code);
                 h.write(&os.to_le_bytes());

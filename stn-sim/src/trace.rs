@@ -25,6 +25,8 @@ pub enum DropReason {
     QueueFull,
     /// No host or path exists for the destination address.
     NoRoute,
+    /// The middlebox had forgotten the flow ([`crate::middlebox`]).
+    Middlebox,
 }
 
 /// The header fields of a packet as recorded in the trace.

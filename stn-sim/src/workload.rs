@@ -1,7 +1,7 @@
 //! The benchmark's application loop as a reusable harness.
 //!
 //! A [`CallClient`] is anything that can carry one request/response "call"
-//! (a CGI in Mars terms): a peer model of [`crate::peers`], or later stn-proto's
+//! (a CGI in Mars terms): a peer model of [`crate::clients::peers`], or later stn-proto's
 //! engine behind a small adapter (`submit(task)` → `TaskFinished`). The
 //! workloads drive it:
 //! - [`SequentialWorkload`]: the Mars benchmark loop (mars-stn.md §10.1,
@@ -274,7 +274,7 @@ impl Ledger {
 ///
 /// ```
 /// use stn_sim::{Simulation, apps::FixedResponseApp, path::PathSchedule, preset::Preset};
-/// use stn_sim::peers::{Kernel, OkHttp2017};
+/// use stn_sim::clients::peers::{Kernel, OkHttp2017};
 /// use stn_sim::workload::{SequentialConfig, SequentialWorkload, WorkloadStats};
 /// use stn_proto::{Duration, Instant};
 ///

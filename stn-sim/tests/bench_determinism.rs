@@ -2,30 +2,17 @@
 //! same trace hashes, twice in one process and across processes.
 
 use stn_proto::Instant;
-use stn_sim::bench::scenario::{
-    normal_network, run_sequential, run_single, ClientKind, Platform, RunSpec,
-};
-use stn_sim::bench::{run_suite, BenchOptions, Suite};
+use stn_sim::bench::client_kind::ClientKind;
+use stn_sim::bench::platform::Platform;
+use stn_sim::bench::run_spec::{normal_network, RunSpec};
+use stn_sim::bench::runner::{run_sequential, run_single};
+use stn_sim::bench::suites::Sensitivity;
+use stn_sim::bench::{run_suite, BenchOptions};
 use stn_sim::path::PathSchedule;
 use stn_sim::preset::Preset;
 
 fn spec(seed: u64, path: PathSchedule) -> RunSpec {
-    RunSpec {
-        suite: "det".into(),
-        scenario: "x".into(),
-        path,
-        request_len: 64,
-        response_len: 100,
-        long_link: false,
-        retry_count: Some(0),
-        dns_copies: 4,
-        candidates: Vec::new(),
-        keep_alive_server: false,
-        tls: false,
-        early_data: false,
-        seed,
-        run: 0,
-    }
+    RunSpec::published("det", "x", path, seed)
 }
 
 /// One hash over a handful of runs of every client kind.
@@ -68,8 +55,8 @@ fn same_seed_same_records_and_trace_hashes_twice_in_one_process() {
     assert_eq!(a.0, b.0);
     let c = fingerprint(43);
     assert_ne!(a.0, c.0, "another seed changes the lossy runs");
-    let q1 = run_suite(Suite::Sensitivity, &BenchOptions::new(5, true));
-    let q2 = run_suite(Suite::Sensitivity, &BenchOptions::new(5, true));
+    let q1 = run_suite(&Sensitivity, &BenchOptions::new(5, true));
+    let q2 = run_suite(&Sensitivity, &BenchOptions::new(5, true));
     assert_eq!(q1, q2);
 }
 

@@ -1,4 +1,4 @@
-//! Exploration of stn's losses (issue point 7): where the time goes, and which
+//! Exploration of stn's losses against the targets: where the time goes, and which
 //! overrides of the Stn profile constants help. Ignored; run in release:
 //! `cargo test --release -p stn-sim --test bench_explore -- --ignored --nocapture`.
 #![allow(clippy::print_stdout)]
@@ -7,30 +7,15 @@ use std::collections::BTreeMap;
 
 use stn_proto::Instant;
 use stn_proto::Profile;
-use stn_sim::bench::scenario::{
-    engine_client, normal_network, run_engine_sequential, run_engine_single, run_single,
-    ClientKind, EngineVariant, Platform, RunSpec,
-};
+use stn_sim::bench::client_kind::{engine_client, ClientKind, EngineVariant};
+use stn_sim::bench::platform::Platform;
+use stn_sim::bench::run_spec::{normal_network, RunSpec};
+use stn_sim::bench::runner::{run_engine_sequential, run_engine_single, run_single};
 use stn_sim::path::PathSchedule;
 use stn_sim::preset::Preset;
 
 fn spec(path: PathSchedule, seed: u64) -> RunSpec {
-    RunSpec {
-        suite: "explore".into(),
-        scenario: "x".into(),
-        path,
-        request_len: 64,
-        response_len: 100,
-        long_link: false,
-        retry_count: Some(0),
-        dns_copies: 4,
-        candidates: Vec::new(),
-        keep_alive_server: false,
-        tls: false,
-        early_data: false,
-        seed,
-        run: 0,
-    }
+    RunSpec::published("explore", "x", path, seed)
 }
 
 type Tweak = fn(&mut stn_proto::Config);
@@ -135,7 +120,7 @@ fn breakdown(long: bool) {
                 let mut cfg = client.config().clone();
                 cfg.name = name.to_owned();
                 tweak(&mut cfg.engine);
-                client = stn_sim::bench::stn_client::StnClient::new(cfg).keep_reports();
+                client = stn_sim::clients::stn::StnClient::new(cfg).keep_reports();
                 let (r, reports) = run_engine_sequential(client, platform, &sp, 500);
                 let mut errs: BTreeMap<String, (u32, f64)> = BTreeMap::new();
                 let (mut conn_t, mut fp_t, mut ok_n) = (0.0, 0.0, 0u32);
@@ -197,7 +182,7 @@ fn sensitivity_variants() {
                     let mut client = engine_client(&EngineVariant::Profile(profile), platform, &sp);
                     let mut cfg = client.config().clone();
                     tweak(&mut cfg.engine);
-                    client = stn_sim::bench::stn_client::StnClient::new(cfg);
+                    client = stn_sim::clients::stn::StnClient::new(cfg);
                     let x = run_engine_single(client, platform, &sp);
                     let v = if x.record.ok {
                         format!("{:+.2}", x.record.total_s - oracle)

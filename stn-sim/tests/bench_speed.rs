@@ -1,16 +1,16 @@
-//! Wall-clock speed of the bench (issue point 9) and the measured tables.
+//! Wall-clock speed of the bench and the measured tables.
 //! Ignored by default: run in release with
 //! `cargo test --release -p stn-sim --test bench_speed -- --ignored --nocapture`.
 #![allow(clippy::print_stdout, clippy::disallowed_methods)]
 
-use stn_sim::bench::{run_suite, BenchOptions, RunRecord, Suite};
+use stn_sim::bench::{run_suite, suites, BenchOptions, RunRecord};
 
 fn run(quick: bool) -> (Vec<RunRecord>, f64) {
     let opts = BenchOptions::new(1, quick);
     // Wall-clock time is only read here, to report speed; nothing depends on it.
     let t0 = std::time::Instant::now();
     let mut all = Vec::new();
-    for suite in Suite::ALL {
+    for suite in suites::default_run() {
         let t = std::time::Instant::now();
         let recs = run_suite(suite, &opts);
         let sim: f64 = recs.iter().filter_map(|r| r.sim_s).sum();

@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
-use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
+use stn_sim::clients::fresh_conn::{FreshConnClient, FreshConnConfig};
 use stn_sim::link::{GilbertElliott, LossModel};
 use stn_sim::path::PathSchedule;
 use stn_sim::preset::Preset;

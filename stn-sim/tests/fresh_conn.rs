@@ -6,7 +6,7 @@ use common::*;
 use stn_proto::ConnectError;
 use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
-use stn_sim::fresh_conn::{CallError, FreshConnClient, FreshConnConfig};
+use stn_sim::clients::fresh_conn::{CallError, FreshConnClient, FreshConnConfig};
 use stn_sim::host::PortMode;
 use stn_sim::path::PathSchedule;
 use stn_sim::preset::Preset;
@@ -99,7 +99,8 @@ fn refused_port_fails_the_call_at_once() {
 #[test]
 fn sensitivity_run_matches_the_syn_schedule_and_the_10s_timeout() {
     // peers.md §3.3, OkHttp 2.x on classic Linux: 100% loss for R seconds.
-    // R = 5 → the SYN at 7 s connects; R = 10 → no SYN in [10 s, 10 s) → fail at 10 s.
+    // R = 5 → the fourth SYN (nominally 7 s, 7.168 s on the timer wheel)
+    // connects; R = 10 → no SYN in [10 s, 10 s) → fail at 10 s.
     let base = Preset::ThreeG.conditions();
     let hs = base.up.serialization(HEADER_BYTES)
         + base.up.delay
@@ -120,7 +121,9 @@ fn sensitivity_run_matches_the_syn_schedule_and_the_10s_timeout() {
             Some(s) => {
                 assert!(call.result.is_ok(), "{call:?}");
                 // Connected at s + RTT; then one more RTT plus serialization.
-                let t = call.finished - Instant::from_secs(s) - hs;
+                let syn = TcpStack::linux_classic().syn_times(Instant::ZERO).0[3];
+                assert_eq!(syn.as_nanos() / 1_000_000_000, s);
+                let t = call.finished - syn - hs;
                 assert!(
                     t > base.base_rtt() && t < base.base_rtt() + Duration::from_millis(50),
                     "{t:?}"

@@ -1,12 +1,13 @@
-//! stn keeps an abandoned connect attempt open as a passive probe (issue 11):
+//! stn keeps an abandoned connect attempt open as a passive probe:
 //! when an outage ends between two of stn's fresh SYNs, the kernel's own
 //! retransmission of an older, abandoned attempt's SYN can get through
 //! first. Pinned on the two sweep cells whose outage ends mid-second.
 
 use std::process::Command;
 
-use stn_sim::bench::matrix::find_cell;
-use stn_sim::bench::scenario::{run_single, ClientKind};
+use stn_sim::bench::client_kind::ClientKind;
+use stn_sim::bench::runner::run_single;
+use stn_sim::bench::suites::find_cell;
 
 fn trace(cell: &str) -> String {
     let o = Command::new(env!("CARGO_BIN_EXE_stn-sim"))
@@ -56,7 +57,7 @@ fn an_outage_ending_mid_second_is_caught_by_an_abandoned_attempts_syn() {
     // Linux sends a SYN's retransmissions 1 s and then 2 s apart: the one
     // delivered is the socket's third, started about 3 s earlier, so the
     // attempt was well past its abandon time (1.6 s without an RTT hint) —
-    // closing it, as stn did before, would have lost this SYN.
+    // closing it then would have lost this SYN.
     assert!(sent.len() >= 3, "{src}: {sent:?}");
     assert!(delivered - sent[0] >= 2.9, "{src}: {sent:?}");
     assert!(out.contains("client 0 note workload-call-ok"), "{out}");

@@ -1,13 +1,12 @@
-//! stn's long-link rescue (issue 11): a retry-0 call whose link stalls
-//! (the long link's 12 s first-packet timer drops it) is sent once more on
-//! the next connection within its 20 s deadline. Pinned on the matrix cell
-//! where the call in flight when a 15.5 s outage starts used to fail: before
-//! the rescue stn failed 2.0-2.5 calls per 100 there against NSURLSession's
-//! 0.0-0.5 and missed the gate at seven of root seeds 1-8.
+//! stn's long-link rescue: a retry-0 call whose link stalls (the long
+//! link's 12 s first-packet timer drops it) is sent once more on the next
+//! connection within its 20 s deadline. Pinned on the matrix cell where the
+//! call in flight when a 15.5 s outage starts needs it: without the rescue
+//! that call fails, and at retry 0 the failures count against the gate.
 
 use stn_sim::bench::gate::verdict;
-use stn_sim::bench::matrix::find_cell;
 use stn_sim::bench::record::RunRecord;
+use stn_sim::bench::suites::find_cell;
 
 #[test]
 fn the_call_caught_by_the_outage_is_rescued_on_the_long_link() {

@@ -12,10 +12,11 @@
 use stn_proto::Config;
 use stn_proto::Duration;
 use stn_proto::Profile;
-use stn_sim::bench::scenario::{
-    engine_client, run_engine_sequential, EngineVariant, Platform, RunSpec,
-};
-use stn_sim::bench::stn_client::StnClient;
+use stn_sim::bench::client_kind::{engine_client, EngineVariant};
+use stn_sim::bench::platform::Platform;
+use stn_sim::bench::run_spec::RunSpec;
+use stn_sim::bench::runner::run_engine_sequential;
+use stn_sim::clients::stn::StnClient;
 use stn_sim::link::LinkConditions;
 use stn_sim::path::{PathConditions, PathSchedule};
 

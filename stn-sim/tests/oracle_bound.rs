@@ -1,12 +1,14 @@
-//! The oracle is a true lower bound (issue 11 point 3): no client finishes
-//! before it in any run. Checked call by call on the matrix (every design
-//! cell and every 15th sweep cell, two root seeds, quick size) and on every
-//! cell of the `tls` suite (two root seeds, quick size), and run by run on
-//! every other suite at quick size.
+//! The oracle is a true lower bound: no client finishes before it in any
+//! run. Checked call by call on the matrix (every design cell and every
+//! 15th sweep cell, two root seeds, quick size) and on every cell of the
+//! `tls` and `tls_idempotent` suites (two root seeds, quick size), and run
+//! by run on every other suite at quick size.
 
-use stn_sim::bench::matrix::{design_cells, sweep_cells, Cell};
-use stn_sim::bench::scenario::{run_sequential, run_single, ClientKind, RunResult};
-use stn_sim::bench::tls_suite;
+use stn_sim::bench::cell::Cell;
+use stn_sim::bench::client_kind::ClientKind;
+use stn_sim::bench::runner::{run_sequential, run_single, RunResult};
+use stn_sim::bench::suites::matrix::{design_cells, sweep_cells};
+use stn_sim::bench::suites::{self, Tls, TlsIdempotent};
 use stn_sim::bench::{run_suite, BenchOptions, RunRecord, Suite};
 
 /// When each successful call of a run finished, s, in order (a sweep
@@ -74,8 +76,8 @@ fn no_client_beats_the_oracle_in_any_matrix_cell() {
 #[test]
 fn no_client_beats_the_oracle_in_any_tls_cell() {
     // The opt-in early-data variant too: 0-RTT still pays TCP per call.
-    let mut cells = tls_suite::cells(true);
-    cells.extend(tls_suite::idempotent_cells(true));
+    let mut cells = Tls.cells(true);
+    cells.extend(TlsIdempotent.cells(true));
     for seed in [1u64, 2] {
         for cell in &cells {
             check_cell(cell, seed);
@@ -97,11 +99,8 @@ fn oracle_of<'a>(records: &'a [RunRecord], r: &RunRecord) -> Option<&'a RunRecor
 #[test]
 fn no_client_beats_the_oracle_in_any_other_suite() {
     let opts = BenchOptions::new(3, true);
-    // The matrix and the tls suite are checked call by call above.
-    for suite in Suite::ALL
-        .into_iter()
-        .filter(|s| !matches!(s, Suite::Matrix | Suite::Tls))
-    {
+    // The suites gated per cell are checked call by call above.
+    for suite in suites::default_run().filter(|s| !s.is_gated()) {
         let records = run_suite(suite, &opts);
         let mut compared = 0;
         for r in records.iter().filter(|r| r.client != "oracle") {

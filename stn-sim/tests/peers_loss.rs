@@ -2,14 +2,17 @@
 //! model: a short sequential workload on 3G + 30% loss finishes, records are
 //! consistent, and a seed fixes the run bit for bit.
 
+mod common;
+
 use std::net::SocketAddr;
 
+use common::{add_servers, nth_server};
 use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
-use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
-use stn_sim::oracle::{fresh_tcp_call, long_link_call, PhysicalLimit};
+use stn_sim::clients::fresh_conn::{FreshConnClient, FreshConnConfig};
+use stn_sim::clients::oracle::{fresh_tcp_call, long_link_call, PhysicalLimit};
+use stn_sim::clients::peers::{Kernel, NsUrlSession, OkHttp2017, OkHttp5};
 use stn_sim::path::PathSchedule;
-use stn_sim::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
 use stn_sim::preset::Preset;
 use stn_sim::tcp::TcpStack;
 use stn_sim::workload::{
@@ -18,10 +21,6 @@ use stn_sim::workload::{
 use stn_sim::Simulation;
 
 const SUCCESSES: u64 = 20;
-
-fn server(i: u8) -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, 2 + i], 8080))
-}
 
 #[derive(Clone, Copy, Debug)]
 enum Peer {
@@ -46,25 +45,25 @@ const PEERS: [Peer; 7] = [
 
 impl Peer {
     fn client(self) -> (Box<dyn CallClient>, TcpStack, u8, bool) {
-        let three: Vec<SocketAddr> = (0..3).map(server).collect();
+        let three: Vec<SocketAddr> = (0..3).map(nth_server).collect();
         match self {
             Peer::OkHttp2017Classic => {
-                let p = OkHttp2017::benchmarked(server(0), Kernel::LinuxClassic);
+                let p = OkHttp2017::benchmarked(nth_server(0), Kernel::LinuxClassic);
                 let s = p.stack();
                 (Box::new(p), s, 1, false)
             }
             Peer::OkHttp2017Linux65 => {
-                let p = OkHttp2017::benchmarked(server(0), Kernel::Linux65);
+                let p = OkHttp2017::benchmarked(nth_server(0), Kernel::Linux65);
                 let s = p.stack();
                 (Box::new(p), s, 1, false)
             }
             Peer::OkHttpSensitivity => {
-                let p = OkHttp2017::sensitivity(server(0), Kernel::LinuxClassic);
+                let p = OkHttp2017::sensitivity(nth_server(0), Kernel::LinuxClassic);
                 let s = p.stack();
                 (Box::new(p), s, 1, false)
             }
             Peer::OkHttp5OneIp => {
-                let p = OkHttp5::recommended(vec![server(0)], Kernel::LinuxClassic);
+                let p = OkHttp5::recommended(vec![nth_server(0)], Kernel::LinuxClassic);
                 let s = p.stack();
                 (Box::new(p), s, 1, true)
             }
@@ -74,7 +73,7 @@ impl Peer {
                 (Box::new(p), s, 3, true)
             }
             Peer::NsUrlBenchmarked => {
-                let p = NsUrlSession::benchmarked(server(0));
+                let p = NsUrlSession::benchmarked(nth_server(0));
                 let s = p.stack();
                 (Box::new(p), s, 1, false)
             }
@@ -93,19 +92,8 @@ fn run(peer: Peer, seed: u64, loss: f64) -> (Vec<CallRecord>, u64) {
     let (client, stack, hosts, keep_alive) = peer.client();
     let mut sim = Simulation::new(seed);
     sim.keep_trace_events(false);
-    for i in 0..hosts {
-        sim.add_host(
-            server(i).ip(),
-            PathSchedule::constant(Preset::ThreeG.conditions().with_loss_percent(loss)),
-        );
-        if keep_alive {
-            sim.listen(server(i), KeepAliveApp::new(100, Duration::ZERO))
-                .unwrap();
-        } else {
-            sim.listen(server(i), FixedResponseApp::new(100, Duration::ZERO))
-                .unwrap();
-        }
-    }
+    let path = PathSchedule::constant(Preset::ThreeG.conditions().with_loss_percent(loss));
+    add_servers(&mut sim, hosts, &path, keep_alive, 100);
     let cfg = SequentialConfig::until_successes(SUCCESSES);
     let id = sim.add_client(SequentialWorkload::new(client, cfg), stack);
     sim.run_until_finished(Instant::from_secs(100_000));
@@ -159,21 +147,21 @@ fn okhttp_2017_is_exactly_the_fresh_connection_client() {
     // `FreshConnClient` directly.
     let path = PathSchedule::constant(Preset::ThreeG.conditions().with_loss_percent(30.0));
     let mut direct = Simulation::new(11);
-    direct.add_host(server(0).ip(), path.clone());
+    direct.add_host(nth_server(0).ip(), path.clone());
     direct
-        .listen(server(0), FixedResponseApp::new(100, Duration::ZERO))
+        .listen(nth_server(0), FixedResponseApp::new(100, Duration::ZERO))
         .unwrap();
-    let mut cfg = FreshConnConfig::okhttp_2017(server(0));
+    let mut cfg = FreshConnConfig::okhttp_2017(nth_server(0));
     cfg.target_successes = SUCCESSES;
     let d = direct.add_client(FreshConnClient::new(cfg), TcpStack::linux_classic());
     direct.run_until_finished(Instant::from_secs(100_000));
 
     let mut wrapped = Simulation::new(11);
-    wrapped.add_host(server(0).ip(), path);
+    wrapped.add_host(nth_server(0).ip(), path);
     wrapped
-        .listen(server(0), FixedResponseApp::new(100, Duration::ZERO))
+        .listen(nth_server(0), FixedResponseApp::new(100, Duration::ZERO))
         .unwrap();
-    let peer = OkHttp2017::benchmarked(server(0), Kernel::LinuxClassic);
+    let peer = OkHttp2017::benchmarked(nth_server(0), Kernel::LinuxClassic);
     let w = wrapped.add_client(
         SequentialWorkload::new(peer, SequentialConfig::until_successes(SUCCESSES)),
         TcpStack::linux_classic(),

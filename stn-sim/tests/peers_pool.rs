@@ -1,22 +1,19 @@
 //! The recommended-usage peer models: connection reuse, keep-alive expiry,
 //! retry of stale pooled connections, route racing, read timeouts.
 
-use std::net::SocketAddr;
+mod common;
 
+use common::nth_server;
 use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
+use stn_sim::clients::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp5, PeerClient};
 use stn_sim::host::{PortMode, ServerApp, ServerConnId, ServerReplies};
 use stn_sim::path::{PathConditions, PathSchedule};
-use stn_sim::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp5, PeerClient};
 use stn_sim::preset::Preset;
 use stn_sim::workload::{
     CallFailure, CallRecord, SequentialConfig, SequentialWorkload, SingleShot,
 };
 use stn_sim::Simulation;
-
-fn server(i: u8) -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, 2 + i], 8080))
-}
 
 /// The loss-free "N% Loss" base path: 30 ms each way, unlimited bandwidth,
 /// so call durations are exact multiples of the RTT.
@@ -46,16 +43,16 @@ fn sequential(
 
 fn one_host(app: impl ServerApp + 'static) -> Simulation<SequentialWorkload<PeerClient>> {
     let mut sim = Simulation::new(1);
-    sim.add_host(server(0).ip(), PathSchedule::constant(clean()));
-    sim.listen(server(0), app).unwrap();
+    sim.add_host(nth_server(0).ip(), PathSchedule::constant(clean()));
+    sim.listen(nth_server(0), app).unwrap();
     sim
 }
 
 #[test]
 fn shared_clients_reuse_one_connection() {
     for client in [
-        OkHttp5::recommended(vec![server(0)], Kernel::LinuxClassic),
-        NsUrlSession::recommended(vec![server(0)]),
+        OkHttp5::recommended(vec![nth_server(0)], Kernel::LinuxClassic),
+        NsUrlSession::recommended(vec![nth_server(0)]),
     ] {
         let name = client.config().name;
         let mut sim = one_host(KeepAliveApp::new(100, Duration::ZERO));
@@ -79,7 +76,11 @@ fn shared_clients_reuse_one_connection() {
                 (0, 0, 1, true)
             );
         }
-        assert_eq!(sim.host(server(0).ip()).unwrap().accepted(), 1, "{name}");
+        assert_eq!(
+            sim.host(nth_server(0).ip()).unwrap().accepted(),
+            1,
+            "{name}"
+        );
     }
 }
 
@@ -87,14 +88,14 @@ fn shared_clients_reuse_one_connection() {
 fn a_connection_close_server_prevents_reuse() {
     let mut sim = one_host(FixedResponseApp::new(100, Duration::ZERO));
     let recs = sequential(
-        OkHttp5::recommended(vec![server(0)], Kernel::LinuxClassic),
+        OkHttp5::recommended(vec![nth_server(0)], Kernel::LinuxClassic),
         4,
         &mut sim,
     );
     assert!(recs
         .iter()
         .all(|r| r.is_ok() && r.cost.connects == 1 && !r.cost.reused));
-    assert_eq!(sim.host(server(0).ip()).unwrap().accepted(), 4);
+    assert_eq!(sim.host(nth_server(0).ip()).unwrap().accepted(), 4);
 }
 
 #[test]
@@ -103,7 +104,7 @@ fn okhttp_retries_a_stale_pooled_connection_once_nsurlsession_does_not_retry_a_p
     // one: every reuse meets a stale connection.
     let mut sim = one_host(KeepAliveApp::new(100, Duration::ZERO).with_reset_after(1));
     let recs = sequential(
-        OkHttp5::recommended(vec![server(0)], Kernel::LinuxClassic),
+        OkHttp5::recommended(vec![nth_server(0)], Kernel::LinuxClassic),
         4,
         &mut sim,
     );
@@ -118,7 +119,7 @@ fn okhttp_retries_a_stale_pooled_connection_once_nsurlsession_does_not_retry_a_p
     }
 
     let mut sim = one_host(KeepAliveApp::new(100, Duration::ZERO).with_reset_after(1));
-    let recs = sequential(NsUrlSession::recommended(vec![server(0)]), 4, &mut sim);
+    let recs = sequential(NsUrlSession::recommended(vec![nth_server(0)]), 4, &mut sim);
     let results: Vec<_> = recs.iter().map(|r| r.result.map(|_| ())).collect();
     assert_eq!(
         results,
@@ -142,7 +143,7 @@ impl ServerApp for SilentApp {
 fn a_read_timeout_after_the_request_is_never_retried() {
     let mut sim = one_host(SilentApp);
     let recs = sequential(
-        OkHttp5::recommended((0..1).map(server).collect(), Kernel::LinuxClassic),
+        OkHttp5::recommended((0..1).map(nth_server).collect(), Kernel::LinuxClassic),
         1,
         &mut sim,
     );
@@ -151,7 +152,7 @@ fn a_read_timeout_after_the_request_is_never_retried() {
     assert_eq!((recs[0].cost.connects, recs[0].cost.requests), (1, 1));
 
     let mut sim = one_host(SilentApp);
-    let recs = sequential(NsUrlSession::recommended(vec![server(0)]), 1, &mut sim);
+    let recs = sequential(NsUrlSession::recommended(vec![nth_server(0)]), 1, &mut sim);
     // NSURLSession has no read timeout: its 60 s idle request timer ends the call.
     assert_eq!(recs[0].result, Err(CallFailure::RequestTimeout));
     assert_eq!(recs[0].duration(), Duration::from_secs(60));
@@ -160,10 +161,10 @@ fn a_read_timeout_after_the_request_is_never_retried() {
 /// Two routes: the first black-holed, the second healthy.
 fn dead_then_live() -> Simulation<SequentialWorkload<PeerClient>> {
     let mut sim = Simulation::new(2);
-    sim.add_host(server(0).ip(), PathSchedule::constant(clean()))
+    sim.add_host(nth_server(0).ip(), PathSchedule::constant(clean()))
         .set_port(8080, PortMode::BlackHole);
-    sim.add_host(server(1).ip(), PathSchedule::constant(clean()));
-    sim.listen(server(1), FixedResponseApp::new(100, Duration::ZERO))
+    sim.add_host(nth_server(1).ip(), PathSchedule::constant(clean()));
+    sim.listen(nth_server(1), FixedResponseApp::new(100, Duration::ZERO))
         .unwrap();
     sim
 }
@@ -173,7 +174,7 @@ fn racing_skips_a_dead_first_address() {
     // OkHttp 5 fast fallback: the second route starts after 250 ms.
     let mut sim = dead_then_live();
     let recs = sequential(
-        OkHttp5::recommended(vec![server(0), server(1)], Kernel::LinuxClassic),
+        OkHttp5::recommended(vec![nth_server(0), nth_server(1)], Kernel::LinuxClassic),
         2,
         &mut sim,
     );
@@ -187,7 +188,7 @@ fn racing_skips_a_dead_first_address() {
     // 1 s before any RTT sample, then the xnu RTO of the handshake RTT
     // (max(60 + 4·30, 100) + 200 = 380 ms).
     let mut sim = dead_then_live();
-    let mut cfg = NsUrlSession::recommended_config(vec![server(0), server(1)]);
+    let mut cfg = NsUrlSession::recommended_config(vec![nth_server(0), nth_server(1)]);
     cfg.pool = None;
     let recs = sequential(PeerClient::new(cfg), 2, &mut sim);
     assert_eq!(recs[0].duration(), Duration::from_secs(1) + 2 * rtt());
@@ -197,17 +198,17 @@ fn racing_skips_a_dead_first_address() {
 #[test]
 fn idle_connections_expire_after_the_keep_alive() {
     let mut sim = Simulation::new(3);
-    sim.add_host(server(0).ip(), PathSchedule::constant(clean()));
-    sim.listen(server(0), KeepAliveApp::new(100, Duration::ZERO))
+    sim.add_host(nth_server(0).ip(), PathSchedule::constant(clean()));
+    sim.listen(nth_server(0), KeepAliveApp::new(100, Duration::ZERO))
         .unwrap();
-    let client = OkHttp5::recommended(vec![server(0)], Kernel::LinuxClassic);
+    let client = OkHttp5::recommended(vec![nth_server(0)], Kernel::LinuxClassic);
     let stack = client.stack();
     let id = sim.add_client(SingleShot::new(client, 64), stack);
     sim.run_until(Instant::from_secs(299));
     assert!(sim.client(id).record().unwrap().is_ok());
     assert_eq!(sim.client(id).client().idle_connections(), 1);
-    assert_eq!(sim.host(server(0).ip()).unwrap().open_connections(), 1);
+    assert_eq!(sim.host(nth_server(0).ip()).unwrap().open_connections(), 1);
     sim.run_until(Instant::from_secs(302));
     assert_eq!(sim.client(id).client().idle_connections(), 0);
-    assert_eq!(sim.host(server(0).ip()).unwrap().open_connections(), 0);
+    assert_eq!(sim.host(nth_server(0).ip()).unwrap().open_connections(), 0);
 }

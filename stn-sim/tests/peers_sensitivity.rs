@@ -4,24 +4,20 @@
 //! and client deadlines; tolerances are in RTTs of the base path (3G, RTT
 //! 200 ms).
 
-use std::net::SocketAddr;
+mod common;
 
+use common::{add_servers, nth_server};
 use stn_proto::{Duration, Instant};
-use stn_sim::apps::FixedResponseApp;
-use stn_sim::oracle::{fresh_tcp_call, sensitivity_bound, PhysicalLimit};
+use stn_sim::clients::oracle::{fresh_tcp_call, sensitivity_bound, PhysicalLimit};
+use stn_sim::clients::peers::{Kernel, NsUrlSession, OkHttp2017, OkHttp5, PeerClient};
 use stn_sim::path::{PathConditions, PathSchedule};
-use stn_sim::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5, PeerClient};
 use stn_sim::preset::Preset;
-use stn_sim::tcp::{SynSchedule, TcpStack};
+use stn_sim::tcp::TcpStack;
 use stn_sim::workload::{CallClient, CallFailure, CallRecord, SingleShot};
 use stn_sim::Simulation;
 
 const REQUEST_LEN: usize = 64;
 const RESPONSE_LEN: usize = 100;
-
-fn server(i: u8) -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, 2 + i], 8080))
-}
 
 fn base() -> PathConditions {
     Preset::ThreeG.conditions()
@@ -41,41 +37,34 @@ fn single_call<C: CallClient>(
     keep_alive: bool,
 ) -> CallRecord {
     let mut sim = Simulation::new(7);
-    for i in 0..hosts {
-        sim.add_host(
-            server(i).ip(),
-            PathSchedule::outage(base(), Instant::ZERO, Instant::ZERO + r),
-        );
-        if keep_alive {
-            sim.listen(server(i), KeepAliveApp::new(RESPONSE_LEN, Duration::ZERO))
-                .unwrap();
-        } else {
-            sim.listen(
-                server(i),
-                FixedResponseApp::new(RESPONSE_LEN, Duration::ZERO),
-            )
-            .unwrap();
-        }
-    }
+    let path = PathSchedule::outage(base(), Instant::ZERO, Instant::ZERO + r);
+    add_servers(&mut sim, hosts, &path, keep_alive, RESPONSE_LEN);
     let id = sim.add_client(SingleShot::new(client, REQUEST_LEN), stack);
     sim.run_until_finished(Instant::from_secs(300));
     *sim.client(id).record().expect("the call ended")
 }
 
-/// The first SYN of `schedule` (launched at `launch`) sent at or after `r`
-/// and before `limit` (both from t = 0).
+/// The first SYN of `stack` (launched at `launch`) sent at or after `r`
+/// and before `limit` (both from t = 0): the schedule's gaps as the stack's
+/// timers fire them (`TcpStack::syn_times`; Linux's drift later).
 fn first_syn_at_or_after(
-    schedule: &SynSchedule,
+    stack: &TcpStack,
     launch: Duration,
     r: Duration,
     limit: Duration,
 ) -> Option<Duration> {
-    schedule
-        .syn_offsets()
+    stack
+        .syn_times(Instant::ZERO + launch)
+        .0
         .into_iter()
-        .map(|o| launch + o)
+        .map(|t| t - Instant::ZERO)
         .find(|t| *t >= r)
         .filter(|t| *t < limit)
+}
+
+/// Whole seconds, as the published tables give SYN instants.
+fn secs(d: Option<Duration>) -> Option<u64> {
+    d.map(|d| d.as_secs())
 }
 
 /// Success: completed within [s + 2·RTT, s + 2.25·RTT] (serialization of
@@ -103,12 +92,12 @@ fn outages() -> impl Iterator<Item = Duration> {
 #[test]
 fn okhttp_2017_fails_at_its_10s_connect_timeout_unless_a_syn_lands_before() {
     for kernel in [Kernel::LinuxClassic, Kernel::Linux65] {
-        let sched = kernel.stack().syn_schedule;
+        let stack = kernel.stack();
         for r in outages() {
-            let peer = OkHttp2017::benchmarked(server(0), kernel);
+            let peer = OkHttp2017::benchmarked(nth_server(0), kernel);
             let rec = single_call(peer, kernel.stack(), 1, r, false);
             let what = format!("OkHttp 2017 {kernel:?}, R = {r:?}");
-            match first_syn_at_or_after(&sched, Duration::ZERO, r, Duration::from_secs(10)) {
+            match first_syn_at_or_after(&stack, Duration::ZERO, r, Duration::from_secs(10)) {
                 Some(s) => assert_completes_after_syn(&rec, s, &what),
                 None => assert_fails_at(
                     &rec,
@@ -122,13 +111,14 @@ fn okhttp_2017_fails_at_its_10s_connect_timeout_unless_a_syn_lands_before() {
     }
     // The published table's anchor points (classic kernel): R = 5 → SYN at 7 s; R ≥ 10 → fail @10.
     let rec = single_call(
-        OkHttp2017::benchmarked(server(0), Kernel::LinuxClassic),
+        OkHttp2017::benchmarked(nth_server(0), Kernel::LinuxClassic),
         TcpStack::linux_classic(),
         1,
         Duration::from_secs(5),
         false,
     );
-    assert_completes_after_syn(&rec, Duration::from_secs(7), "R = 5");
+    // The fourth SYN, nominally at 7 s, leaves at 7.168 s on the wheel.
+    assert_completes_after_syn(&rec, Duration::from_millis(7168), "R = 5");
     assert_eq!(rec.cost.syns, 4, "SYNs at 0, 1, 3, 7 s");
 }
 
@@ -146,15 +136,15 @@ fn okhttp_with_60s_connect_timeout_completes_at_the_first_classic_syn_after_the_
         None,
     ];
     for (r, want) in outages().zip(expected) {
-        let peer = OkHttp2017::sensitivity(server(0), Kernel::LinuxClassic);
+        let peer = OkHttp2017::sensitivity(nth_server(0), Kernel::LinuxClassic);
         let rec = single_call(peer, TcpStack::linux_classic(), 1, r, false);
         let derived = first_syn_at_or_after(
-            &SynSchedule::LinuxClassic,
+            &TcpStack::linux_classic(),
             Duration::ZERO,
             r,
             Duration::from_secs(60),
         );
-        assert_eq!(derived, want.map(Duration::from_secs), "R = {r:?}");
+        assert_eq!(secs(derived), want, "R = {r:?}");
         let what = format!("OkHttp 60 s, R = {r:?}");
         match derived {
             Some(s) => assert_completes_after_syn(&rec, s, &what),
@@ -182,18 +172,14 @@ fn nsurlsession_completes_at_the_first_xnu_syn_after_the_outage_or_fails_at_60s(
     ];
     for (r, want) in outages().zip(expected) {
         let rec = single_call(
-            NsUrlSession::benchmarked(server(0)),
+            NsUrlSession::benchmarked(nth_server(0)),
             TcpStack::xnu(),
             1,
             r,
             false,
         );
-        let derived = first_syn_at_or_after(
-            &SynSchedule::Xnu,
-            Duration::ZERO,
-            r,
-            Duration::from_secs(60),
-        );
+        let derived =
+            first_syn_at_or_after(&TcpStack::xnu(), Duration::ZERO, r, Duration::from_secs(60));
         assert_eq!(derived, want.map(Duration::from_secs), "R = {r:?}");
         let what = format!("NSURLSession, R = {r:?}");
         match derived {
@@ -208,7 +194,7 @@ fn nsurlsession_completes_at_the_first_xnu_syn_after_the_outage_or_fails_at_60s(
     }
     // Just past a SYN: R = 36 s misses the SYN at 35 s; the next (67 s) is after the 60 s timer.
     let rec = single_call(
-        NsUrlSession::benchmarked(server(0)),
+        NsUrlSession::benchmarked(nth_server(0)),
         TcpStack::xnu(),
         1,
         Duration::from_secs(36),
@@ -230,13 +216,13 @@ fn okhttp5_fast_fallback_races_three_routes_each_with_its_own_timeout() {
     let launches = [0u64, 250, 500].map(Duration::from_millis);
     for r_ms in [5_000u64, 7_100, 7_300, 8_000] {
         let r = Duration::from_millis(r_ms);
-        let peer = OkHttp5::recommended((0..3).map(server).collect(), Kernel::LinuxClassic);
+        let peer = OkHttp5::recommended((0..3).map(nth_server).collect(), Kernel::LinuxClassic);
         let rec = single_call(peer, TcpStack::linux_classic(), 3, r, true);
         let first = launches
             .iter()
             .filter_map(|l| {
                 first_syn_at_or_after(
-                    &SynSchedule::LinuxClassic,
+                    &TcpStack::linux_classic(),
                     *l,
                     r,
                     *l + Duration::from_secs(10),
@@ -262,13 +248,11 @@ fn nsurlsession_happy_eyeballs_starts_the_next_address_at_the_first_syn_retransm
     // No RTT history: launches at 0, 1, 2 s; xnu SYNs at launch + {0,1,2,3,4,5,7,11,19,35}.
     let launches = [0u64, 1, 2].map(Duration::from_secs);
     for r in outages() {
-        let peer = NsUrlSession::recommended((0..3).map(server).collect());
+        let peer = NsUrlSession::recommended((0..3).map(nth_server).collect());
         let rec = single_call(peer, TcpStack::xnu(), 3, r, true);
         let first = launches
             .iter()
-            .filter_map(|l| {
-                first_syn_at_or_after(&SynSchedule::Xnu, *l, r, Duration::from_secs(60))
-            })
+            .filter_map(|l| first_syn_at_or_after(&TcpStack::xnu(), *l, r, Duration::from_secs(60)))
             .min();
         let what = format!("NSURLSession HE, R = {r:?}");
         match first {
@@ -325,40 +309,40 @@ fn sensitivity_table() {
         let one = |c: PeerClient, s: TcpStack, n: u8| cell(&single_call(c, s, n, r, true));
         let row = [
             cell(&single_call(
-                OkHttp2017::benchmarked(server(0), Kernel::LinuxClassic),
+                OkHttp2017::benchmarked(nth_server(0), Kernel::LinuxClassic),
                 TcpStack::linux_classic(),
                 1,
                 r,
                 false,
             )),
             cell(&single_call(
-                OkHttp2017::benchmarked(server(0), Kernel::Linux65),
+                OkHttp2017::benchmarked(nth_server(0), Kernel::Linux65),
                 TcpStack::linux_6_5(),
                 1,
                 r,
                 false,
             )),
             cell(&single_call(
-                OkHttp2017::sensitivity(server(0), Kernel::LinuxClassic),
+                OkHttp2017::sensitivity(nth_server(0), Kernel::LinuxClassic),
                 TcpStack::linux_classic(),
                 1,
                 r,
                 false,
             )),
             cell(&single_call(
-                NsUrlSession::benchmarked(server(0)),
+                NsUrlSession::benchmarked(nth_server(0)),
                 TcpStack::xnu(),
                 1,
                 r,
                 false,
             )),
             one(
-                OkHttp5::recommended((0..3).map(server).collect(), Kernel::LinuxClassic),
+                OkHttp5::recommended((0..3).map(nth_server).collect(), Kernel::LinuxClassic),
                 TcpStack::linux_classic(),
                 3,
             ),
             one(
-                NsUrlSession::recommended((0..3).map(server).collect()),
+                NsUrlSession::recommended((0..3).map(nth_server).collect()),
                 TcpStack::xnu(),
                 3,
             ),

@@ -4,14 +4,17 @@
 //! oracle. A failure message names peer, shape and seed, which replays the
 //! run exactly.
 
+mod common;
+
 use std::net::SocketAddr;
 
+use common::{add_servers, hard_networks, nth_server};
 use stn_proto::{Duration, Instant};
-use stn_sim::apps::FixedResponseApp;
-use stn_sim::link::{GilbertElliott, LossModel};
-use stn_sim::oracle::{fresh_tcp_call, long_link_call, PhysicalLimit};
+
+use stn_sim::clients::oracle::{fresh_tcp_call, long_link_call, PhysicalLimit};
+use stn_sim::clients::peers::{Kernel, NsUrlSession, OkHttp2017, OkHttp5};
+use stn_sim::link::LossModel;
 use stn_sim::path::{PathConditions, PathSchedule};
-use stn_sim::peers::{KeepAliveApp, Kernel, NsUrlSession, OkHttp2017, OkHttp5};
 use stn_sim::preset::Preset;
 use stn_sim::tcp::TcpStack;
 use stn_sim::workload::{
@@ -19,31 +22,13 @@ use stn_sim::workload::{
 };
 use stn_sim::Simulation;
 
-fn server(i: u8) -> SocketAddr {
-    SocketAddr::from(([10, 0, 0, 2 + i], 8080))
-}
-
 fn shapes() -> Vec<(&'static str, PathConditions)> {
-    let mut bursty = Preset::Edge.conditions();
-    bursty.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
-        0.2,
-        stn_proto::Duration::from_millis(200),
-    ));
-    bursty.down.loss = bursty.up.loss;
-    let mut jittery = Preset::ThreeG.conditions().with_loss_percent(10.0);
-    jittery.up.jitter = Duration::from_millis(80);
-    jittery.down.jitter = Duration::from_millis(80);
-    vec![
-        (
-            "3G + 30%",
-            Preset::ThreeG.conditions().with_loss_percent(30.0),
-        ),
-        ("Edge", Preset::Edge.conditions()),
-        ("Very Bad", Preset::VeryBadNetwork.conditions()),
-        ("50% loss", Preset::LossPercent(50.0).conditions()),
-        ("Edge + bursty 20%", bursty),
-        ("3G + 10% + jitter", jittery),
-    ]
+    let mut v = vec![(
+        "3G + 30%",
+        Preset::ThreeG.conditions().with_loss_percent(30.0),
+    )];
+    v.extend(hard_networks());
+    v
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -56,16 +41,16 @@ enum Peer {
 }
 
 fn build(peer: Peer) -> (Box<dyn CallClient>, TcpStack, u8, bool) {
-    let three: Vec<SocketAddr> = (0..3).map(server).collect();
+    let three: Vec<SocketAddr> = (0..3).map(nth_server).collect();
     match peer {
         Peer::OkHttp2017 => (
-            Box::new(OkHttp2017::benchmarked(server(0), Kernel::LinuxClassic)),
+            Box::new(OkHttp2017::benchmarked(nth_server(0), Kernel::LinuxClassic)),
             TcpStack::linux_classic(),
             1,
             false,
         ),
         Peer::OkHttpSensitivity => (
-            Box::new(OkHttp2017::sensitivity(server(0), Kernel::Linux65)),
+            Box::new(OkHttp2017::sensitivity(nth_server(0), Kernel::Linux65)),
             TcpStack::linux_6_5(),
             1,
             false,
@@ -77,7 +62,7 @@ fn build(peer: Peer) -> (Box<dyn CallClient>, TcpStack, u8, bool) {
             true,
         ),
         Peer::NsUrlBenchmarked => (
-            Box::new(NsUrlSession::benchmarked(server(0))),
+            Box::new(NsUrlSession::benchmarked(nth_server(0))),
             TcpStack::xnu(),
             1,
             false,
@@ -95,16 +80,13 @@ fn run(peer: Peer, shape: PathConditions, seed: u64) -> Vec<CallRecord> {
     let (client, stack, hosts, keep_alive) = build(peer);
     let mut sim = Simulation::new(seed);
     sim.keep_trace_events(false);
-    for i in 0..hosts {
-        sim.add_host(server(i).ip(), PathSchedule::constant(shape));
-        if keep_alive {
-            sim.listen(server(i), KeepAliveApp::new(100, Duration::ZERO))
-                .unwrap();
-        } else {
-            sim.listen(server(i), FixedResponseApp::new(100, Duration::ZERO))
-                .unwrap();
-        }
-    }
+    add_servers(
+        &mut sim,
+        hosts,
+        &PathSchedule::constant(shape),
+        keep_alive,
+        100,
+    );
     let cfg = SequentialConfig {
         request_len: 64,
         target_successes: 8,
@@ -129,7 +111,7 @@ fn peer_invariants_hold_across_seeds_and_shapes() {
         // no client can be faster than its clairvoyant oracle.
         let lossless = PathSchedule::constant(shape.with_loss(LossModel::None));
         let oracle = PhysicalLimit::new(&lossless, 0, "10.0.0.2".parse().unwrap());
-        let floor = |msgs: Vec<stn_sim::oracle::Message>| {
+        let floor = |msgs: Vec<stn_sim::clients::oracle::Message>| {
             oracle
                 .run(Instant::ZERO, &msgs, Instant::MAX)
                 .unwrap()

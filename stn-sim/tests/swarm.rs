@@ -7,31 +7,16 @@ mod common;
 use common::*;
 use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
-use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
-use stn_sim::link::{GilbertElliott, LossModel};
+use stn_sim::clients::fresh_conn::{FreshConnClient, FreshConnConfig};
 use stn_sim::path::{PathConditions, PathSchedule};
 use stn_sim::preset::Preset;
 use stn_sim::tcp::TcpStack;
 use stn_sim::{RunOutcome, Simulation};
 
 fn shapes() -> Vec<(&'static str, PathConditions)> {
-    let mut bursty = Preset::Edge.conditions();
-    bursty.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
-        0.2,
-        stn_proto::Duration::from_millis(200),
-    ));
-    bursty.down.loss = bursty.up.loss;
-    let mut jittery = Preset::ThreeG.conditions().with_loss_percent(10.0);
-    jittery.up.jitter = Duration::from_millis(80);
-    jittery.down.jitter = Duration::from_millis(80);
-    vec![
-        ("3G", Preset::ThreeG.conditions()),
-        ("Edge", Preset::Edge.conditions()),
-        ("Very Bad", Preset::VeryBadNetwork.conditions()),
-        ("50% loss", Preset::LossPercent(50.0).conditions()),
-        ("Edge + bursty 20%", bursty),
-        ("3G + 10% + jitter", jittery),
-    ]
+    let mut v = vec![("3G", Preset::ThreeG.conditions())];
+    v.extend(hard_networks());
+    v
 }
 
 #[test]

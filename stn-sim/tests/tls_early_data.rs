@@ -7,10 +7,10 @@
 
 use stn_proto::{Duration, Instant, Profile};
 use stn_sim::apps::FixedResponseApp;
-use stn_sim::bench::scenario::{
-    engine_client, response_body, run_engine_sequential, run_sequential, tls_config, ClientKind,
-    EngineVariant, Platform, RunSpec, TlsOf, REQUEST_LEN, RESPONSE_LEN, SERVER,
-};
+use stn_sim::bench::client_kind::{engine_client, tls_config, ClientKind, EngineVariant, TlsOf};
+use stn_sim::bench::platform::Platform;
+use stn_sim::bench::run_spec::{response_body, RunSpec, REQUEST_LEN, RESPONSE_LEN, SERVER};
+use stn_sim::bench::runner::{run_engine_sequential, run_sequential};
 use stn_sim::host::PortMode;
 use stn_sim::path::PathSchedule;
 use stn_sim::preset::Preset;

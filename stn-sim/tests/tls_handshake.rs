@@ -17,7 +17,7 @@ use stn_sim::host::PortMode;
 use stn_sim::link::LinkConditions;
 use stn_sim::path::{Direction, PathConditions, PathSchedule};
 use stn_sim::socket::{SocketEvent, SocketId};
-use stn_sim::tcp::{RtoPolicy, RttEstimator, TcpStack};
+use stn_sim::tcp::{TcpStack, TimerPolicy};
 use stn_sim::tls::{TlsClientConfig, TlsServer, CLIENT_HELLO_LEN, SERVER_FLIGHT_FULL_LEN};
 use stn_sim::trace::TraceEvent;
 use stn_sim::{RunOutcome, Simulation};
@@ -191,7 +191,7 @@ fn a_resumption_needs_a_ticket_so_a_client_without_one_pays_the_full_flight() {
 }
 
 #[test]
-fn loss_on_the_certificate_flight_delays_the_handshake_by_the_servers_rto() {
+fn loss_on_the_certificate_flight_is_repaired_by_the_servers_loss_probe() {
     // The server sends its flight when the ClientHello arrives (1.5 RTT);
     // every segment sent around then is lost.
     let rtt = OWD * 2;
@@ -209,17 +209,18 @@ fn loss_on_the_certificate_flight_delays_the_handshake_by_the_servers_rto() {
     sim.run_until_finished(Instant::from_secs(10));
     let c = sim.client(id);
     assert!(!c.failed, "{:?}", c.events);
-    // The server's RTO after its one handshake sample (SYN-ACK to ACK: one RTT).
-    let mut est = RttEstimator::new();
-    est.sample(rtt);
-    let rto = RtoPolicy::Linux.base_rto(&est);
-    // After the RTO the window is one segment (go-back-N, slow start): the
-    // first segment arrives one way later, and the other two once its ACK
-    // has opened the window to two — one more round trip.
+    // Three segments out and nothing back: the server's tail loss probe
+    // after 2·srtt + 2 ms (its srtt is the handshake's one RTT) resends the
+    // last segment; its SACK, one RTT later, makes RACK mark the other two
+    // lost; proportional rate reduction lets one go at once and the other
+    // when that one's ACK returns; the flight is complete one way later.
     assert_eq!(SERVER_FLIGHT_FULL_LEN.div_ceil(1460), 3);
+    // The probe's timer fires on Linux's timer wheel (a jiffy late here).
+    let pto = rtt * 2 + Duration::from_millis(2);
+    let probe_at = TimerPolicy::LinuxHz250.expiry(flight_sent, pto);
     assert_eq!(
         c.time_of(0, |e| *e == SocketEvent::Connected),
-        Some(flight_sent + rto + OWD + rtt)
+        Some(probe_at + rtt + rtt + OWD)
     );
     let lost = sim
         .trace()

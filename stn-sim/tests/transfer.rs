@@ -5,7 +5,7 @@ mod common;
 use common::*;
 use stn_proto::{Duration, Instant};
 use stn_sim::apps::FixedResponseApp;
-use stn_sim::fresh_conn::{FreshConnClient, FreshConnConfig};
+use stn_sim::clients::fresh_conn::{FreshConnClient, FreshConnConfig};
 use stn_sim::host::PortMode;
 use stn_sim::link::LinkSchedule;
 use stn_sim::path::PathSchedule;
@@ -77,10 +77,10 @@ fn upload_64k_on_3g_takes_serialization_plus_propagation() {
 }
 
 #[test]
-fn lost_request_is_retransmitted_with_exponential_backoff() {
+fn lost_request_is_probed_then_retransmitted_with_exponential_backoff() {
     // 30 ms each way; the uplink loses everything in [50 ms, 1.5 s): the
-    // request sent at 60 ms (right after the handshake) and its first two
-    // retransmissions are lost.
+    // request sent at 60 ms (right after the handshake), its probe and its
+    // first two retransmissions are lost.
     let base = Preset::LossPercent(0.0).conditions();
     let mut path = PathSchedule::constant(base);
     path.up = LinkSchedule::constant(base.up)
@@ -97,20 +97,26 @@ fn lost_request_is_retransmitted_with_exponential_backoff() {
     sim.run_until_finished(Instant::from_secs(30));
     let req_len = sim.client(id).request_len();
     let sends = uplink_times(sim.trace().events(), base.up.delay, |_, len| len == req_len);
-    // First RTT sample 60 ms: RTO = 60 + max(200, 4·30) = 260 ms, doubling.
+    // First RTT sample 60 ms: RTO = 60 + max(200, 2·60) = 260 ms; the tail
+    // loss probe (2·60 + 200 = 320 ms) is capped at the RTO and goes
+    // without backing off; the RTO then runs from the probe and doubles
+    // (520 ms, 1.04 s). Each timer fires on the wheel (4 ms jiffies, 32 ms
+    // buckets above 252 ms): armed at jiffy 15 for 65 jiffies, the probe
+    // fires at bucket 88 (352 ms); the RTO at 160 (640 ms), 296 (1.184 s)
+    // and 560 (2.24 s).
     let ms = |v: u64| Instant::from_millis(v);
-    assert_eq!(sends, vec![ms(60), ms(320), ms(840), ms(1880)]);
+    assert_eq!(sends, vec![ms(60), ms(352), ms(640), ms(1184), ms(2240)]);
     let losses = sim
         .trace()
         .events()
         .iter()
         .filter(|e| matches!(e, TraceEvent::Dropped { reason: DropReason::Loss, packet, .. } if packet.len == req_len))
         .count();
-    assert_eq!(losses, 3);
+    assert_eq!(losses, 4);
     let call = sim.client(id).calls()[0];
     assert!(call.result.is_ok(), "{call:?}");
-    // Request arrives at 1.91 s; the response comes straight back.
-    assert_eq!(call.finished, ms(1940));
+    // Request arrives at 2.27 s; the response comes straight back.
+    assert_eq!(call.finished, ms(2300));
 }
 
 #[test]

@@ -1,11 +1,11 @@
 //! A black hole ordered first that loses a won race within the outpaced
-//! threshold is still judged (issue 11, verdict probes): at 40 ms RTT the
-//! next address starts one stagger (130 ms) later and wins ~45 ms after,
-//! before the ~190 ms threshold, so without a verdict the black hole stayed
-//! "new", the random merge put a black hole first again and every call paid
-//! a stagger and an extra connect.
+//! threshold is still judged (verdict probes): at 40 ms RTT the next
+//! address starts one stagger (130 ms) later and wins ~45 ms after, before
+//! the ~190 ms threshold, so without a verdict the black hole would stay
+//! "new", the random merge would put a black hole first again and every
+//! call would pay a stagger and an extra connect.
 
-use stn_sim::bench::matrix::find_cell;
+use stn_sim::bench::suites::find_cell;
 
 #[test]
 fn black_holes_that_lose_within_the_threshold_sink_in_the_order() {

@@ -1,5 +1,5 @@
 //! Loopback benchmark: stn-tokio against a plain tokio request/response
-//! baseline, on the same reference server (issue #5 item 8).
+//! baseline, on the same reference server.
 //!
 //! ```text
 //! cargo bench -p stn-tokio --bench loopback              # 3 rounds × (2 s warm-up + 5 s) per scenario
@@ -73,7 +73,7 @@ use stn_proto::codec::longlink::{self, CodecConfig, Frame, FrameDecoder};
 use stn_proto::config::PoolConfig;
 use stn_proto::Profile;
 use stn_proto::{Channel, Task};
-use stn_tokio::server::{Server, ServerConfig, DEFAULT_CGI_PATH, DEFAULT_HELLO_CMD_ID};
+use stn_server::{Server, ServerConfig, DEFAULT_CGI_PATH, DEFAULT_HELLO_CMD_ID};
 use stn_tokio::Client;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -1135,11 +1135,11 @@ fn main() {
     let long = server.long_addr().expect("long link");
     let short = server.short_addr().expect("short link");
     // The TLS scenarios' server: the same, with a certificate made now.
-    let cert = stn_tokio::server::tls::SelfSigned::generate(&["127.0.0.1".to_owned()])
-        .expect("certificate");
+    let cert =
+        stn_server::tls::SelfSigned::generate(&["127.0.0.1".to_owned()]).expect("certificate");
     let tls_server = rt
         .block_on(Server::start(ServerConfig {
-            tls: Some(stn_tokio::server::tls::ServerTls::new(
+            tls: Some(stn_server::tls::ServerTls::new(
                 cert.server_config().expect("TLS config"),
             )),
             ..ServerConfig::default()

@@ -2,12 +2,12 @@
 //!
 //! ```text
 //! cargo run -p stn-tokio --example hello
-//! RUST_LOG=stn_driver=debug cargo run -p stn-tokio --example hello   # task and attempt events
+//! RUST_LOG=stn=debug cargo run -p stn-tokio --example hello   # task and attempt events (target `stn`)
 //! ```
 #![allow(clippy::print_stdout)] // an example prints
 
+use stn_server::{Server, ServerConfig};
 use stn_tokio::proto::{Channel, Task};
-use stn_tokio::server::{Server, ServerConfig};
 use stn_tokio::Client;
 
 #[tokio::main]

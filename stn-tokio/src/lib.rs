@@ -1,71 +1,110 @@
-//! stn over tokio: Mars-STN-style tasks (short-link HTTP and a framed long
-//! link) with connection racing, escalating timeouts and IP banning.
+//! stn over tokio: an app's small request/response calls ("tasks") that
+//! survive bad networks the way Tencent Mars's STN does it: racing
+//! connections to several endpoints, escalating timeouts, banning endpoints
+//! that keep failing, and two links to the server: the **short link** (an
+//! HTTP/1.1 `POST` to a path) and the **long link** (one persistent
+//! connection carrying framed calls and server pushes).
 //!
-//! [`Client`] runs an [`stn_proto`] engine through the runtime-agnostic
-//! [`stn_driver`] with tokio sockets, DNS (`tokio::net::lookup_host`) and
-//! timers ([`TokioRuntime`]). Every decision (which IP, when to retry, when
-//! to give up) is the engine's; this crate only binds it to tokio.
+//! This crate is what an app depends on: `stn-tokio = "0.1"` is the
+//! [`Client`] over tokio and TLS (rustls with ring); with
+//! `default-features = false` it is the client without TLS. Every decision
+//! (which endpoint, when to retry, when to give up) is the engine's
+//! ([`proto`], the sans-IO `stn-proto`); this crate runs it on tokio's
+//! sockets, resolver and timers.
 //!
-//! # Quick start
+//! # A complete program
+//!
+//! It starts the reference server (the `stn-server` crate, what `stn serve`
+//! runs) in-process so that it runs as it is; an app points the client at
+//! its own servers instead.
 //!
 //! ```
-//! use stn_tokio::Client;
-//! use stn_tokio::proto::{Channel, Task};
-//! # use stn_tokio::server::{Server, ServerConfig};
+//! use std::time::Duration;
 //!
-//! # #[tokio::main(flavor = "current_thread")]
-//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! # // A local reference server stands in for your own.
-//! # let server = Server::start(ServerConfig::default()).await?;
-//! # let short_port = server.short_addr().unwrap().port();
-//! # let long_port = server.long_addr().unwrap().port();
-//! let client = Client::builder()
-//!     .endpoint("127.0.0.1") // an IP, or a host name resolved with tokio's resolver
-//!     .short_link_port(short_port)
-//!     .long_link_port(long_port)
-//!     .build()?;
-//! // A short-link task: an HTTP POST of the body to the CGI path.
-//! let reply = client.send(Task::new(8, "/mars/hello2", "hi").channel(Channel::Short)).await?;
-//! assert_eq!(reply.body, "hi");
-//! // A long-link task: one frame with command id 8 on the persistent link.
-//! let reply = client.send(Task::new(8, "", "hello").channel(Channel::Long)).await?;
-//! assert_eq!(reply.body, "hello");
-//! client.shutdown().await;
-//! # server.shutdown().await;
-//! # Ok(())
-//! # }
+//! use stn_server::{Server, ServerConfig};
+//! use stn_tokio::{Channel, Client, Task};
+//!
+//! #[tokio::main]
+//! async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     let server = Server::start(ServerConfig::default()).await?;
+//!     let (short, long) = (server.short_addr().unwrap(), server.long_addr().unwrap());
+//!
+//!     let client = Client::builder()
+//!         .endpoint(format!("127.0.0.1:{}", short.port())) // IP or host name, with the short link's port
+//!         .long_link_port(long.port())
+//!         .timeout(Duration::from_secs(10)) // keep trying each task for up to 10 s
+//!         .build()?;
+//!
+//!     // Short link: the body is POSTed to the cgi path; the reply is the response body.
+//!     let reply = client.send(Task::new(8, "/mars/hello2", "hi").channel(Channel::Short)).await?;
+//!     assert_eq!(reply.body, "hi");
+//!     assert_eq!(reply.headers.get("content-length"), Some("2"));
+//!
+//!     // Long link: one frame with command id 8 on the persistent connection.
+//!     let reply = client.send(Task::new(8, "", "hello").channel(Channel::Long)).await?;
+//!     assert_eq!(reply.body, "hello");
+//!
+//!     // Errors say what happened and what kind of failure it is.
+//!     let err = client
+//!         .send(Task::new(8, "/no/such/cgi", "x").channel(Channel::Short))
+//!         .await
+//!         .unwrap_err();
+//!     assert!(err.is_http() && err.status() == Some(404), "{err}");
+//!
+//!     client.shutdown().await;
+//!     server.shutdown().await;
+//!     Ok(())
+//! }
 //! ```
 //!
-//! [`stn_driver::Client`] documents every method and
-//! [`stn_driver::Builder`] every option; [`stn_proto::Task`] the
-//! per-task settings (channel, retries, timeouts, priority).
+//! # Where things are
 //!
-//! # Features
+//! - [`Client`] and its [`ClientBuilder`]: endpoints, ports, profile, TLS,
+//!   hooks; `send`, `pushes`, network and foreground hints, `shutdown`.
+//! - [`Task`]: one call and its settings (channel, cgi, cmd id, retries,
+//!   total timeout, headers, priority); [`Response`] its reply.
+//! - [`Error`] and [`ErrorKind`]: how a task can fail
+//!   ([`docs::errors`] is the reference).
+//! - [`tls`]: client configurations (webpki or custom roots, SPKI pinning).
+//! - [`proto`]: the engine's types (profiles, configuration, reports).
+//! - [`docs`]: the errors reference, a glossary of Mars's terms, Mars's
+//!   hooks and what stn has for each, the reference server's wire behaviour.
 //!
-//! - default `cli`: the `stn` binary (`stn serve`, `stn send`, `stn lab`)
-//!   and the `lab` module; implies `server`.
-//! - `server`: the reference `server` module, which speaks the Mars
-//!   sample protocol (long link: 20-byte header frames, noop echo, hello;
-//!   short link: HTTP POST to a CGI path), for examples, tests and
-//!   benchmarks.
-//!
-//! A library that only needs the client turns them off:
-//! `stn-tokio = { version = "0.1", default-features = false }` needs tokio's
-//! `rt`, `net` and `time` features only, and compiles no server or CLI code.
+//! Logs: every client event is under the `tracing` target `stn`; with
+//! `tracing-subscriber`,
+//! `tracing_subscriber::fmt().with_env_filter("stn=info").init()` shows a
+//! WARN for each failed task and the long link going up and down, and
+//! `stn=debug` every attempt.
 #![forbid(unsafe_code)]
 
+#[doc(inline)]
 pub use stn_driver::tls;
+#[doc(inline)]
 pub use stn_proto as proto;
 
 pub mod client;
-#[cfg(feature = "cli")]
-pub mod lab;
-#[cfg(feature = "server")]
-pub mod server;
 
+#[doc(inline)]
 pub use client::{
-    BuildError, Client, ClientBuilder, Endpoint, Error, Finished, Push, Pushes, Snapshot,
-    TokioRuntime,
+    Attempt, BuildError, Client, ClientBuilder, Endpoint, Error, ErrorKind, Finished, Push, Pushes,
+    Snapshot, TokioRuntime,
 };
-#[cfg(feature = "server")]
-pub use server::{Fault, Server, ServerConfig, ServerHandle, Stats};
+#[doc(inline)]
+pub use stn_proto::{Channel, Headers, HttpReply, Response, Task};
+
+/// Reference pages, kept in the repository's `docs/` and shown here; their
+/// examples run as tests.
+#[cfg(any(doc, doctest))]
+pub mod docs {
+    #[doc = include_str!("../../docs/errors.md")]
+    pub mod errors {}
+
+    #[doc = include_str!("../../docs/glossary.md")]
+    pub mod glossary {}
+
+    #[doc = include_str!("../../docs/hooks.md")]
+    pub mod hooks {}
+
+    #[doc = include_str!("../../docs/server.md")]
+    pub mod server {}
+}

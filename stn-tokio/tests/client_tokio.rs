@@ -1,7 +1,4 @@
-//! The client suite ([`client_suite`]) on tokio.
-
-#[macro_use]
-mod client_suite;
+//! The client suite (`stn_testkit::client_suite`) on tokio.
 
 mod tokio_harness;
 
@@ -9,18 +6,18 @@ use std::time::Duration;
 
 use tokio_harness::TokioHarness;
 
-client_suite!(TokioHarness);
+stn_testkit::client_suite!(TokioHarness);
 
 /// If the runtime running the driver goes away (the driver task is dropped
 /// without a shutdown), a pending `send` on another runtime still ends, with
 /// `Error::Shutdown`.
 #[test]
 fn driver_dropped_ends_pending_sends() {
+    use stn_server::ServerConfig;
     use stn_tokio::proto::{Channel, Task};
-    use stn_tokio::server::ServerConfig;
     use stn_tokio::{Client, Error};
 
-    let server = client_suite::ServerHost::start(ServerConfig {
+    let server = stn_testkit::ServerHost::start(ServerConfig {
         delay: Duration::from_secs(10),
         ..ServerConfig::default()
     });

@@ -5,8 +5,8 @@
 
 use std::time::Duration;
 
+use stn_server::{Server, ServerConfig};
 use stn_tokio::proto::{Channel, Task};
-use stn_tokio::server::{Server, ServerConfig};
 use stn_tokio::{BuildError, Client};
 
 #[test]

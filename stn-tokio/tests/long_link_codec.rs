@@ -1,5 +1,5 @@
 //! The pluggable long-link codec on tokio: the shared suite
-//! ([`codec_suite`]: a custom codec on client and reference server, a codec
+//! (`stn_testkit::codec_suite`: a custom codec on client and reference server, a codec
 //! mismatch, oversize headers) and the codec laws, for Mars's 20-byte header
 //! and the suite's varint codec: encode then decode round-trips any frames,
 //! however the bytes are cut; an oversize header is refused holding no more
@@ -9,10 +9,6 @@
 //! cargo test -p stn-tokio --test long_link_codec
 //! ```
 
-#[macro_use]
-mod client_suite;
-#[macro_use]
-mod codec_suite;
 mod tokio_harness;
 
 use bytes::BytesMut;
@@ -22,10 +18,10 @@ use stn_tokio::proto::codec::longlink::{
 };
 use stn_tokio::proto::codec::{LongLinkCodec, MarsCodec};
 
-use codec_suite::varint::{self, VarintCodec};
+use stn_testkit::codec_suite::varint::{self, VarintCodec};
 use tokio_harness::TokioHarness;
 
-codec_suite!(TokioHarness);
+stn_testkit::codec_suite!(TokioHarness);
 
 /// Largest body the laws use (and the decoders' cap).
 const MAX_BODY: usize = 3000;

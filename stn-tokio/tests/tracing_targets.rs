@@ -6,8 +6,8 @@ use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use stn_server::{Server, ServerConfig};
 use stn_tokio::proto::{Channel, Task};
-use stn_tokio::server::{Server, ServerConfig};
 use stn_tokio::Client;
 use tracing_subscriber::EnvFilter;
 

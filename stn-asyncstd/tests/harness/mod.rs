@@ -1,4 +1,4 @@
-//! The suites' [`Harness`](crate::client_suite::Harness) on async-std's
+//! The suites' [`Harness`](stn_testkit::Harness) on async-std's
 //! executor and on smol's, shared by the test binaries that run them
 //! (`client_asyncstd`, `hostile_servers_asyncstd`).
 
@@ -8,12 +8,10 @@ use std::time::Duration;
 use stn_asyncstd::AsyncStdRuntime;
 use stn_driver::BoxFuture;
 
-use crate::client_suite;
-
 /// `async_std::task::block_on`, `spawn` and `sleep`.
 pub(crate) struct AsyncStdHarness;
 
-impl client_suite::Harness for AsyncStdHarness {
+impl stn_testkit::Harness for AsyncStdHarness {
     type Rt = AsyncStdRuntime;
 
     fn run(test: BoxFuture<()>) {
@@ -44,8 +42,6 @@ mod smol_harness {
     use stn_asyncstd::SmolRuntime;
     use stn_driver::BoxFuture;
 
-    use crate::client_suite;
-
     /// `smol::block_on`, `smol::spawn` and `smol::Timer`.
     pub(crate) struct SmolHarness;
 
@@ -74,7 +70,7 @@ mod smol_harness {
         }
     }
 
-    impl client_suite::Harness for SmolHarness {
+    impl stn_testkit::Harness for SmolHarness {
         type Rt = SmolRuntime;
 
         fn run(test: BoxFuture<()>) {

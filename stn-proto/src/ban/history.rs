@@ -220,6 +220,13 @@ impl EndpointHistory {
     }
 
     /// `now`, never earlier than a time already seen.
+    /// Recent failures of `addr` (its sort key's count; 0 without a record).
+    pub(super) fn failures(&self, addr: SocketAddr, now: Instant) -> u32 {
+        self.live
+            .get(&addr)
+            .map_or(0, |e| e.sort_key(&self.config, now).0)
+    }
+
     pub(super) fn effective_now(&self, now: Instant) -> Instant {
         now.max(self.clock.latest())
     }

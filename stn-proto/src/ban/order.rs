@@ -10,6 +10,13 @@
 //!    (if it is of that family) or that family's next new endpoint, at random
 //!    weighted by how many of each remain. Mars v1.3 only mixes history and new
 //!    at random, weighted the same way.
+//!    stn (`first_family_by_history`) interleaves as RFC 8305 §4 does: each
+//!    family's list is that merge of its own history and new endpoints,
+//!    and the first family is the one whose best endpoint has fewer recent
+//!    failures, IPv6 on a tie (RFC 6724's default preference); then one of
+//!    each in turn. Where IPv6 is broken, its endpoints collect failures
+//!    and IPv4 goes first, so a race no longer waits a stagger on IPv6 for
+//!    every connect. With one family only the order is Mars's.
 //! 5. Mars HEAD spreads equal IPs: where two neighbours share an IP, the next
 //!    entry with a different IP moves forward. Mars runs this pass before
 //!    step 2, where the merge can undo it; stn runs it last so it holds.
@@ -66,7 +73,9 @@ pub(super) fn sort(
     let known: Vec<SocketAddr> = known.into_iter().map(|(_, addr)| addr).collect();
 
     let mut out = Vec::with_capacity(known.len() + fresh.len());
-    if config.interleave_v6_v4 {
+    if config.interleave_v6_v4 && config.first_family_by_history {
+        merge_by_family(&mut out, known, fresh, |a| history.failures(*a, now), rng);
+    } else if config.interleave_v6_v4 {
         merge_interleaved(&mut out, known, fresh, rng);
     } else {
         let mut known = VecDeque::from(known);
@@ -116,6 +125,52 @@ fn merge_interleaved(
         }
         want_v6 = !want_v6;
     }
+}
+
+/// RFC 8305 §4's interleave (see the module docs): `failures` counts an
+/// endpoint's recent failures.
+fn merge_by_family(
+    out: &mut Vec<SocketAddr>,
+    known: Vec<SocketAddr>,
+    fresh: Vec<SocketAddr>,
+    failures: impl Fn(&SocketAddr) -> u32,
+    rng: &mut Rng,
+) {
+    let (known_v6, known_v4): (VecDeque<_>, VecDeque<_>) = known.into_iter().partition(is_v6);
+    let (fresh_v6, fresh_v4): (VecDeque<_>, VecDeque<_>) = fresh.into_iter().partition(is_v6);
+    let v6 = merge_family(known_v6, fresh_v6, rng);
+    let v4 = merge_family(known_v4, fresh_v4, rng);
+    let head_failures = |list: &[SocketAddr]| list.first().map_or(u32::MAX, &failures);
+    let (first, second) = if head_failures(&v4) < head_failures(&v6) {
+        (v4, v6)
+    } else {
+        (v6, v4)
+    };
+    let mut second = second.into_iter();
+    for a in first {
+        out.push(a);
+        out.extend(second.next());
+    }
+    out.extend(second);
+}
+
+/// One family's endpoints: its history front or its next new endpoint at
+/// each slot, at random weighted by how many of each remain (a family's
+/// slots in Mars's merge).
+fn merge_family(
+    mut known: VecDeque<SocketAddr>,
+    mut fresh: VecDeque<SocketAddr>,
+    rng: &mut Rng,
+) -> Vec<SocketAddr> {
+    let mut out = Vec::with_capacity(known.len() + fresh.len());
+    while !known.is_empty() || !fresh.is_empty() {
+        if known.is_empty() {
+            out.extend(fresh.pop_front());
+        } else {
+            pick_weighted(&mut out, &mut known, &mut fresh, rng);
+        }
+    }
+    out
 }
 
 /// Where neighbours share an IP, moves the next entry with a different IP

@@ -4,7 +4,7 @@
 //!
 //! ```text
 //! magic     4  b"STNH"
-//! version   1  1
+//! version   1  1, or 2 with sections
 //! networks  2  count, at most MAX_IMPORT_NETWORKS
 //! per network:
 //!   label_len 1, label (UTF-8, at most MAX_LABEL_LEN bytes)
@@ -13,8 +13,15 @@
 //!     family 1 (4 or 6), address 4 or 16, port 2,
 //!     history 8 (bit 0 newest result, 1 = failure),
 //!     last_seen 8 (wall-clock seconds of the last recorded result)
+//! version 2 only:
+//!   sections 1  count, at most MAX_SECTIONS
+//!   per section: kind 1, length 4, bytes (kind 1: the engine's heartbeat
+//!   records; kinds a reader does not know are skipped)
 //! checksum  4  FNV-1a 32 of every byte before it
 //! ```
+//!
+//! Version 1 files (no sections) are still read; `EndpointHistory::export`
+//! writes version 1, the engine's export version 2.
 //!
 //! Only the 64-result history and the time it was last updated are kept, as in
 //! Mars: failure times are not, so imported history orders candidates but
@@ -29,6 +36,11 @@ use crate::time::{Duration, Instant};
 
 const MAGIC: [u8; 4] = *b"STNH";
 const VERSION: u8 = 1;
+const VERSION_WITH_SECTIONS: u8 = 2;
+/// Most sections a version-2 file holds.
+const MAX_SECTIONS: usize = 8;
+/// The section kind of the smart heartbeat's per-network records.
+pub(crate) const SECTION_HEARTBEAT: u8 = 1;
 
 /// Most networks an import accepts (an export writes at most this many).
 pub(crate) const MAX_IMPORT_NETWORKS: usize = 64;
@@ -70,6 +82,11 @@ pub enum ImportError {
     /// Bytes left over between the last entry and the checksum.
     #[error("{0} unexpected bytes after history data")]
     TrailingBytes(usize),
+    /// A section (version 2) whose content does not parse (its kind; the
+    /// heartbeat records are kind 1), or more sections than a file holds
+    /// (kind 0).
+    #[error("history section {0} is malformed")]
+    BadSection(u8),
 }
 
 fn fnv1a(bytes: &[u8]) -> u32 {
@@ -112,21 +129,32 @@ impl<'a> Reader<'a> {
         Ok(u16::from_be_bytes(self.array()?))
     }
 
+    fn u32(&mut self) -> Result<u32, ImportError> {
+        Ok(u32::from_be_bytes(self.array()?))
+    }
+
     fn u64(&mut self) -> Result<u64, ImportError> {
         Ok(u64::from_be_bytes(self.array()?))
     }
 }
 
-/// One parsed entry: address, history, last-seen wall-clock seconds.
-type Parsed = Vec<(String, Vec<(SocketAddr, u64, u64)>)>;
+/// Each network's entries: address, history, last-seen wall-clock seconds.
+pub(crate) type Parsed = Vec<(String, Vec<(SocketAddr, u64, u64)>)>;
 
-fn parse(bytes: &[u8]) -> Result<Parsed, ImportError> {
+/// A parsed file: the networks' entries and the sections, by kind.
+pub(crate) struct ParsedFile {
+    pub(crate) networks: Parsed,
+    pub(crate) sections: Vec<(u8, Vec<u8>)>,
+}
+
+/// Parses and validates a file of either version; nothing is applied.
+pub(crate) fn parse(bytes: &[u8]) -> Result<ParsedFile, ImportError> {
     let mut r = Reader { bytes };
     if r.array::<4>()? != MAGIC {
         return Err(ImportError::BadMagic);
     }
     let version = r.u8()?;
-    if version != VERSION {
+    if version != VERSION && version != VERSION_WITH_SECTIONS {
         return Err(ImportError::UnsupportedVersion(version));
     }
     // Verify the checksum before trusting any count in the body.
@@ -167,10 +195,25 @@ fn parse(bytes: &[u8]) -> Result<Parsed, ImportError> {
         }
         out.push((label.to_owned(), entries));
     }
+    let mut sections = Vec::new();
+    if version == VERSION_WITH_SECTIONS {
+        let count = usize::from(r.u8()?);
+        if count > MAX_SECTIONS {
+            return Err(ImportError::BadSection(0));
+        }
+        for _ in 0..count {
+            let kind = r.u8()?;
+            let len = usize::try_from(r.u32()?).map_err(|_| ImportError::Truncated)?;
+            sections.push((kind, r.take(len)?.to_vec()));
+        }
+    }
     if !r.bytes.is_empty() {
         return Err(ImportError::TrailingBytes(r.bytes.len()));
     }
-    Ok(out)
+    Ok(ParsedFile {
+        networks: out,
+        sections,
+    })
 }
 
 impl EndpointHistory {
@@ -183,6 +226,43 @@ impl EndpointHistory {
     /// times are stored relative to it. Bans themselves are not persisted.
     /// The output is deterministic (networks and entries in sorted order).
     pub fn export(&self, wall_clock_secs: u64) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC);
+        out.push(VERSION);
+        self.write_networks(wall_clock_secs, &mut out);
+        let checksum = fnv1a(&out);
+        out.extend_from_slice(&checksum.to_be_bytes());
+        out
+    }
+
+    /// [`export`](Self::export) with `sections` (kind, bytes) after the
+    /// networks: the version-2 file the engine writes.
+    pub(crate) fn export_with_sections(
+        &self,
+        wall_clock_secs: u64,
+        sections: &[(u8, Vec<u8>)],
+    ) -> Vec<u8> {
+        let mut out = Vec::new();
+        out.extend_from_slice(&MAGIC);
+        out.push(VERSION_WITH_SECTIONS);
+        self.write_networks(wall_clock_secs, &mut out);
+        let sections = &sections[..sections.len().min(MAX_SECTIONS)];
+        out.push(sections.len() as u8);
+        for (kind, bytes) in sections {
+            // Sections are small (the heartbeat's: 20 records); a length
+            // beyond u32 would be cut, never mis-framed.
+            let len = bytes.len().min(u32::MAX as usize);
+            out.push(*kind);
+            out.extend_from_slice(&(len as u32).to_be_bytes());
+            out.extend_from_slice(&bytes[..len]);
+        }
+        let checksum = fnv1a(&out);
+        out.extend_from_slice(&checksum.to_be_bytes());
+        out
+    }
+
+    /// The networks' count and entries, as both versions write them.
+    fn write_networks(&self, wall_clock_secs: u64, out: &mut Vec<u8>) {
         let latest = self.clock.latest();
         let expiry = self.config.history_expiry;
         let mut networks: Vec<(&str, Vec<(SocketAddr, Saved)>)> = Vec::new();
@@ -199,9 +279,6 @@ impl EndpointHistory {
         }
         networks.sort_by(|a, b| a.0.cmp(b.0));
 
-        let mut out = Vec::new();
-        out.extend_from_slice(&MAGIC);
-        out.push(VERSION);
         let count_at = out.len();
         out.extend_from_slice(&[0, 0]);
         let (mut written_networks, mut written_entries) = (0u16, 0usize);
@@ -240,9 +317,6 @@ impl EndpointHistory {
             }
         }
         out[count_at..count_at + 2].copy_from_slice(&written_networks.to_be_bytes());
-        let checksum = fnv1a(&out);
-        out.extend_from_slice(&checksum.to_be_bytes());
-        out
     }
 
     /// Loads history written by [`export`](Self::export).
@@ -266,6 +340,16 @@ impl EndpointHistory {
         now: Instant,
     ) -> Result<usize, ImportError> {
         let parsed = parse(bytes)?;
+        Ok(self.apply_import(parsed.networks, wall_clock_secs, now))
+    }
+
+    /// Applies parsed networks (see [`import`](Self::import)).
+    pub(crate) fn apply_import(
+        &mut self,
+        parsed: Parsed,
+        wall_clock_secs: u64,
+        now: Instant,
+    ) -> usize {
         let now = self.clock.observe(now);
         let expiry_secs = self.config.history_expiry.as_secs();
         let mut accepted = 0;
@@ -298,6 +382,6 @@ impl EndpointHistory {
             }
         }
         self.trim_saved(now);
-        Ok(accepted)
+        accepted
     }
 }

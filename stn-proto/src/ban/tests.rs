@@ -9,14 +9,11 @@ use super::history::collapse;
 use super::*;
 use crate::net::{IpAddr, SocketAddr};
 use crate::rng::Rng;
+use crate::test_util::secs;
 use crate::time::{Duration, Instant};
 
 fn a(s: &str) -> SocketAddr {
     s.parse().unwrap()
-}
-
-fn secs(s: u64) -> Duration {
-    Duration::from_secs(s)
 }
 
 fn mins(m: u64) -> Duration {
@@ -341,6 +338,95 @@ fn ipv6_and_ipv4_alternate_starting_with_ipv6() {
         let fams: Vec<bool> = out.iter().map(|x| x.is_ipv6()).collect();
         assert_eq!(fams, vec![true, false, true, false, false], "seed {seed}");
         assert_eq!(sorted(out), sorted(input.clone()));
+    }
+}
+
+#[test]
+fn stn_puts_the_family_that_failed_less_first() {
+    let v4 = [a("10.0.0.1:80"), a("10.0.0.2:80")];
+    let v6 = [a("[2001:db8::1]:80"), a("[2001:db8::2]:80")];
+    let input: Vec<_> = v6.iter().chain(&v4).copied().collect();
+    // Without history, as Mars: IPv6 first, one of each in turn.
+    let fresh = hist(Profile::Stn);
+    for seed in 0..30 {
+        let fams: Vec<bool> = fresh
+            .order(T0, &input, &mut Rng::new(seed))
+            .iter()
+            .map(|x| x.is_ipv6())
+            .collect();
+        assert_eq!(fams, vec![true, false, true, false], "seed {seed}");
+    }
+    // IPv6 black-holed: both v6 endpoints failed once, IPv4 connected.
+    for (profile, v6_first) in [(Profile::Mars, true), (Profile::Stn, false)] {
+        let mut h = hist(profile);
+        for x in v6 {
+            h.record(T0, x, false);
+        }
+        h.record(T0, v4[0], true);
+        for seed in 0..30 {
+            let out = h.order(T0 + secs(1), &input, &mut Rng::new(seed));
+            assert_eq!(
+                out[0].is_ipv6(),
+                v6_first,
+                "{profile:?} seed {seed}: {out:?}"
+            );
+            // (Mars's merge can put two of a family together: a slot
+            // takes a new endpoint when history's front is the other's.)
+            let fams: Vec<bool> = out.iter().map(|x| x.is_ipv6()).collect();
+            if profile == Profile::Stn {
+                assert!(
+                    fams.windows(2).all(|w| w[0] != w[1]),
+                    "interleaved: {out:?}"
+                );
+            }
+        }
+    }
+    // A tie (both families' best failed once): IPv6 first.
+    let mut h = hist(Profile::Stn);
+    h.record(T0, v6[0], false);
+    h.record(T0, v4[0], false);
+    let out = h.order(T0 + secs(1), &[v6[0], v4[0]], &mut Rng::new(1));
+    assert!(out[0].is_ipv6());
+}
+
+#[test]
+fn one_family_orders_as_without_the_family_rule() {
+    // The rule must not change anything for IPv4-only (or IPv6-only)
+    // candidates: same order, same random draws.
+    let with = BanConfig::for_profile(Profile::Stn);
+    let without = BanConfig {
+        first_family_by_history: false,
+        ..with.clone()
+    };
+    for family in ["10.0.0.", "[2001:db8::"] {
+        let addrs: Vec<SocketAddr> = (1..=6)
+            .map(|i| {
+                let text = if family.starts_with('[') {
+                    format!("{family}{i}]:80")
+                } else {
+                    format!("{family}{i}:80")
+                };
+                a(&text)
+            })
+            .collect();
+        for seed in 0..40u64 {
+            let mut h1 = EndpointHistory::new(with.clone());
+            let mut h2 = EndpointHistory::new(without.clone());
+            for (i, x) in addrs.iter().enumerate() {
+                if (seed >> i) & 1 == 1 {
+                    let ok = (seed >> (i + 8)) & 1 == 1;
+                    h1.record(T0, *x, ok);
+                    h2.record(T0, *x, ok);
+                }
+            }
+            let (mut r1, mut r2) = (Rng::new(seed), Rng::new(seed));
+            assert_eq!(
+                h1.order(T0 + secs(1), &addrs, &mut r1),
+                h2.order(T0 + secs(1), &addrs, &mut r2),
+                "seed {seed}"
+            );
+            assert_eq!(r1.below(1 << 40), r2.below(1 << 40), "the same draws");
+        }
     }
 }
 

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 use bytes::BytesMut;
 
-use super::longlink::{
+use super::frame::{
     encode_unchecked, CodecConfig, DecodeError, EncodeError, Frame, HEADER_LEN, IDENTIFY_SEQ,
     NOOP_CMD_ID, PUSH_SEQ,
 };

@@ -42,12 +42,10 @@
 mod request;
 mod response;
 
-pub use request::{encode_request, RequestError, RequestHead};
+pub use request::{check_request, encode_request, RequestError, RequestHead};
 pub use response::{Progress, ResponseParser};
 
 use bytes::Bytes;
-
-use crate::profile::Profile;
 
 /// Size caps for one response (and the one framing choice Mars makes
 /// differently from RFC 9112).
@@ -67,27 +65,6 @@ pub struct HttpLimits {
     /// `Content-Length` nor `chunked`) when [`ResponseParser::finish_eof`] is
     /// called. Mars never completes such a response; `false` in every profile.
     pub read_until_close: bool,
-}
-
-impl HttpLimits {
-    /// The values of `profile`: the `http` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::http as k;
-        HttpLimits {
-            max_head_len: k::max_head_len(profile),
-            max_headers: k::max_headers(profile),
-            max_body_len: k::max_body_len(profile),
-            read_until_close: k::read_until_close(profile),
-        }
-    }
-}
-
-impl Default for HttpLimits {
-    fn default() -> Self {
-        Self::for_profile(Profile::Stn)
-    }
 }
 
 /// The protocol version of a response's status line.

@@ -3,6 +3,7 @@
 //! never panic on network input. The long-link format is pluggable
 //! ([`LongLinkCodec`]); Mars's 20-byte header ([`MarsCodec`]) is the default.
 
+mod frame;
 mod frame_codec;
 pub mod http;
 pub mod longlink;

@@ -14,6 +14,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use crate::task::Task;
+
+use super::config::Config;
+
 /// Most (host, user id) exceptions kept. The app names them, so this only
 /// guards against a runaway caller: past it a new exception is refused and a
 /// session timeout falls back to de-authenticating everything (the safe
@@ -27,6 +31,32 @@ pub(super) struct AuthKey {
     pub(super) host: String,
     /// The task's [`Task::user_id`](crate::task::Task::user_id).
     pub(super) user: Option<String>,
+}
+
+impl AuthKey {
+    /// What a need-auth `task` waits for under `config`, if it can only
+    /// use the long link (`long_only`) or not (see
+    /// [`Engine::set_host_authed`](super::Engine::set_host_authed)).
+    pub(super) fn of(task: &Task, long_only: bool, config: &Config) -> AuthKey {
+        let host = match (long_only, &task.host) {
+            (true, _) => config
+                .long_link
+                .as_ref()
+                .and_then(|l| l.hosts.first().cloned()),
+            (_, Some(h)) => Some(h.clone()),
+            _ => {
+                let ep = &config.short_link;
+                ep.hosts
+                    .first()
+                    .or(ep.host_ports.first().map(|(h, _)| h))
+                    .cloned()
+            }
+        };
+        AuthKey {
+            host: host.unwrap_or_default(),
+            user: task.user_id.clone(),
+        }
+    }
 }
 
 /// The app's auth answers.

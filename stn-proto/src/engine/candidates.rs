@@ -1,12 +1,14 @@
 //! Candidate addresses (reference §4.1): the debug address, resolved hosts
-//! and fixed IPs ordered by the endpoint history, then backups; resolving
-//! through the app ([`Output::Resolve`]).
+//! and fixed IPs ordered by the endpoint history, then backups. Owns what
+//! the order comes from: the resolve answers, the endpoint history (bans)
+//! and the PRNG of its shuffles.
 
+use crate::ban::EndpointHistory;
 use crate::net::{IpAddr, SocketAddr};
-use crate::task::TaskId;
-use crate::time::Instant;
+use crate::rng::Rng;
+use crate::time::{Duration, Instant};
 
-use super::{Engine, Output, MAX_DNS_ENTRIES};
+use super::dns::{DnsCache, Lookup};
 
 /// Where one link's candidates come from.
 pub(super) struct Sources<'a> {
@@ -26,8 +28,103 @@ pub(super) struct Sources<'a> {
     pub ports: &'a [u16],
 }
 
-impl Engine {
-    /// The candidate list, or `None` while a resolve answer is awaited.
+/// The resolve answers, the endpoint history and the PRNG that orders
+/// candidates.
+#[derive(Debug)]
+pub(super) struct Candidates {
+    history: EndpointHistory,
+    dns: DnsCache,
+    rng: Rng,
+    /// How long an answer is reused, and how long one is awaited.
+    resolve_ttl: Duration,
+    resolve_timeout: Duration,
+}
+
+impl Candidates {
+    pub(super) fn new(
+        history: EndpointHistory,
+        rng: Rng,
+        resolve_ttl: Duration,
+        resolve_timeout: Duration,
+    ) -> Self {
+        Candidates {
+            history,
+            dns: DnsCache::default(),
+            rng,
+            resolve_ttl,
+            resolve_timeout,
+        }
+    }
+
+    pub(super) fn history(&self) -> &EndpointHistory {
+        &self.history
+    }
+
+    pub(super) fn history_mut(&mut self) -> &mut EndpointHistory {
+        &mut self.history
+    }
+
+    /// Records a connect or exchange outcome on `addr`.
+    pub(super) fn record(&mut self, now: Instant, addr: SocketAddr, ok: bool) {
+        self.history.record(now, addr, ok);
+    }
+
+    /// A new network: the history's bans and the resolve answers are of the
+    /// old one.
+    pub(super) fn network_changed(&mut self, now: Instant) {
+        self.history.reset(now);
+        self.dns.clear();
+    }
+
+    /// Forgets every resolve answer (the app's redo).
+    pub(super) fn forget_answers(&mut self) {
+        self.dns.clear();
+    }
+
+    /// Drops the cached answers for `hosts` (their addresses did not work).
+    pub(super) fn forget_hosts(&mut self, hosts: &[String]) {
+        self.dns.forget(hosts);
+    }
+
+    /// The app's resolve answer; `false` if it was not asked for.
+    pub(super) fn resolved(&mut self, now: Instant, host: &str, addrs: Vec<IpAddr>) -> bool {
+        self.dns.answer(now, host, addrs)
+    }
+
+    /// Resolve answers that did not come in time count as failures; returns
+    /// whether there were any.
+    pub(super) fn expire(&mut self, now: Instant) -> bool {
+        self.dns.expire(now)
+    }
+
+    /// When the earliest awaited resolve answer is overdue.
+    pub(super) fn next_timeout(&self) -> Option<Instant> {
+        self.dns.next_timeout()
+    }
+
+    /// A host's addresses if a usable answer is at hand; otherwise `None`,
+    /// and the host goes into `ask` if the app must be asked (once).
+    fn host_addrs(
+        &mut self,
+        now: Instant,
+        host: &str,
+        ask: &mut Vec<String>,
+    ) -> Option<Vec<IpAddr>> {
+        match self
+            .dns
+            .lookup(now, host, self.resolve_ttl, self.resolve_timeout)
+        {
+            Lookup::Ready(addrs) => Some(addrs),
+            Lookup::Pending => None,
+            Lookup::Ask => {
+                ask.push(host.to_owned());
+                None
+            }
+        }
+    }
+
+    /// The candidate list, or `None` while a resolve answer is awaited (the
+    /// hosts the app must be asked about now go into `ask`).
     ///
     /// The primary candidates are, in this order before the history orders
     /// them: the hosts' addresses × `ports`, the port-carrying hosts'
@@ -37,13 +134,14 @@ impl Engine {
     ///
     /// `cycling`: the race goes round again until its deadline (stn). Then
     /// a banned endpoint that has connected before comes after the others
-    /// instead of being left out (see [`Engine::proven_banned`]).
-    pub(super) fn candidates(
+    /// instead of being left out (see [`Candidates::proven_banned`]).
+    pub(super) fn list(
         &mut self,
         now: Instant,
         src: &Sources<'_>,
         max: usize,
         cycling: bool,
+        ask: &mut Vec<String>,
     ) -> Option<Vec<SocketAddr>> {
         if let Some(d) = src.debug {
             return Some(vec![d]);
@@ -57,13 +155,13 @@ impl Engine {
         let mut primary: Vec<SocketAddr> = Vec::new();
         let mut waiting = false;
         for host in src.hosts {
-            match self.host_addrs(now, host) {
+            match self.host_addrs(now, host, ask) {
                 Some(addrs) => primary.extend(expand(&addrs)),
                 None => waiting = true,
             }
         }
         for (host, port) in src.host_ports {
-            match self.host_addrs(now, host) {
+            match self.host_addrs(now, host, ask) {
                 Some(addrs) => primary.extend(addrs.iter().map(|ip| SocketAddr::new(*ip, *port))),
                 None => waiting = true,
             }
@@ -119,77 +217,5 @@ impl Engine {
             })
             .copied()
             .collect()
-    }
-
-    /// The hosts a short-link task resolves: its own, else the configured
-    /// ones (with and without their own ports).
-    pub(super) fn short_hosts(&self, id: TaskId) -> Vec<String> {
-        match self.tasks.get(&id).and_then(|e| e.task.host.clone()) {
-            Some(h) => vec![h],
-            None => {
-                let ep = &self.config.short_link;
-                let named = ep.host_ports.iter().map(|(h, _)| h.clone());
-                ep.hosts.iter().cloned().chain(named).collect()
-            }
-        }
-    }
-
-    /// Drops cached answers for `hosts` (not pending lookups).
-    pub(super) fn forget_hosts(&mut self, hosts: &[String]) {
-        for h in hosts {
-            if let Some(entry) = self.dns.get_mut(h) {
-                if entry.pending_until.is_none() {
-                    entry.answered_at = None;
-                }
-            }
-        }
-    }
-
-    /// A host's addresses if a usable answer is at hand; otherwise asks the
-    /// app (once) and returns `None`.
-    pub(super) fn host_addrs(&mut self, now: Instant, host: &str) -> Option<Vec<IpAddr>> {
-        let ttl = self.config.resolve_ttl;
-        if !self.dns.contains_key(host) && self.dns.len() >= MAX_DNS_ENTRIES {
-            let victim = self
-                .dns
-                .iter()
-                .filter(|(_, h)| h.pending_until.is_none())
-                .min_by_key(|(_, h)| h.answered_at)
-                .map(|(k, _)| k.clone());
-            match victim {
-                Some(k) => {
-                    self.dns.remove(&k);
-                }
-                None => return Some(Vec::new()), // table full of pending lookups
-            }
-        }
-        let timeout = self.config.resolve_timeout;
-        let entry = self.dns.entry(host.to_owned()).or_default();
-        if entry.pending_until.is_some() {
-            return None;
-        }
-        if let Some(at) = entry.answered_at {
-            if now <= at + ttl {
-                return Some(entry.addrs.clone());
-            }
-        }
-        entry.pending_until = Some(now + timeout);
-        self.actions.push_back(Output::Resolve {
-            host: host.to_owned(),
-        });
-        None
-    }
-
-    pub(super) fn resolved(&mut self, now: Instant, host: String, mut addrs: Vec<IpAddr>) {
-        let Some(entry) = self.dns.get_mut(&host) else {
-            return; // not asked (or forgotten): ignore
-        };
-        addrs.truncate(64);
-        entry.addrs = addrs;
-        entry.answered_at = Some(now);
-        entry.pending_until = None;
-        if self.long_wants_connect {
-            self.long_connect(now);
-        }
     }
 }

@@ -57,7 +57,8 @@ fn ip(a: u8, b: u8, c: u8, d: u8) -> IpAddr {
     IpAddr::from([a, b, c, d])
 }
 
-fn ok_http(body: &str) -> Bytes {
+/// A complete 200 response carrying `body`.
+pub(crate) fn ok_http(body: &str) -> Bytes {
     Bytes::from(format!(
         "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{}",
         body.len(),
@@ -258,17 +259,16 @@ impl World {
         let pooled = self.config.socket_pool.map_or(0, |p| p.max_idle_conns);
         // Verdict probes: capped, owned by the engine alone, judged when
         // due, and due by their attempt's own deadline (started before now).
-        let probes = self.e.verdicts.len();
-        assert!(probes <= self.e.max_verdict_probes());
+        let probes = self.e.probes.len();
+        assert!(probes <= self.e.probes.max());
         let longest = self.config.exchange.race.attempt_timeout;
-        for (conn, p) in self.e.verdicts.iter() {
-            assert_eq!(
-                self.e.conns.owner(*conn),
-                Some(super::conns::Owner::Verdict)
-            );
-            assert!(p.until > self.now, "verdict probe {conn:?} overdue");
+        for (conn, until) in self.e.probes.iter() {
+            assert_eq!(self.e.out.owner(conn), Some(super::conns::Owner::Verdict));
+            let until =
+                until.unwrap_or_else(|| panic!("verdict probe {conn:?} without a due time"));
+            assert!(until > self.now, "verdict probe {conn:?} overdue");
             assert!(
-                p.until <= self.now + longest,
+                until <= self.now + longest,
                 "verdict probe {conn:?} due too late"
             );
         }
@@ -280,9 +280,11 @@ impl World {
                     + probes
         );
         assert_eq!(self.e.open_connections(), self.open.len());
-        if let Some(l) = self.e.long.as_ref() {
+        if let Some(l) = self.e.long.get() {
             assert!(l.decoder_buffered_len() <= 20 + 64 + CodecConfig::default().max_body_len);
         }
+        // Every index agrees with the tasks' stages.
+        self.e.tasks.check();
         assert_eq!(
             self.submitted.len() - self.finished.len(),
             self.e.task_count(),

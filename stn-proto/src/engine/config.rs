@@ -1,4 +1,5 @@
-//! The engine's configuration and its three profiles.
+//! The engine's configuration (its values for each profile are in
+//! `profile/configs.rs`).
 
 use crate::ban::BanConfig;
 use crate::limit::AntiAvalancheConfig;
@@ -43,6 +44,20 @@ pub struct ShortLinkEndpoints {
     pub addrs: Vec<SocketAddr>,
     /// Backup IPs, used after the others.
     pub backup_ips: Vec<IpAddr>,
+}
+
+impl ShortLinkEndpoints {
+    /// Whether the short link has anywhere to connect: a debug address, an
+    /// endpoint with its own port, or a port for the others (port 0 is none:
+    /// a task that can only use the short link is then refused with
+    /// [`SubmitError::NoShortLink`](super::SubmitError::NoShortLink), and a
+    /// `Both` task uses the long link).
+    pub fn is_configured(&self) -> bool {
+        self.debug.is_some()
+            || !self.addrs.is_empty()
+            || !self.host_ports.is_empty()
+            || self.port != 0
+    }
 }
 
 /// Where the long link connects: like [`ShortLinkEndpoints`], with several
@@ -197,6 +212,13 @@ pub struct Config {
     /// timer dropped the link gets one more attempt within its deadline
     /// (stn; Mars: none). Only for tasks that may be hedged.
     pub(crate) long_link_rescue: bool,
+    /// A connect whose race tried every candidate and met only refusals
+    /// and permanent TLS failures ends the tasks that can only use that
+    /// link, at once, with that error (stn), instead of retrying, parking or
+    /// leaving them queued for the long link until their deadline (Mars).
+    /// A permanent TLS failure of the long link ends its waiters under
+    /// every profile.
+    pub(crate) connect_refusal_ends_task: bool,
     /// A short-link request of a task that allows it may go as TLS early
     /// data (stn; Mars: never).
     pub(crate) early_data: bool,
@@ -231,61 +253,6 @@ pub struct Config {
 }
 
 impl Config {
-    /// The values of a profile; endpoints are empty (fill them in).
-    ///
-    /// Every value, and why [`Profile::Stn`] differs from Mars, is in one
-    /// table: `stn-proto/src/profile/knobs.rs`, rendered as `docs/profiles.md`.
-    pub fn for_profile(profile: Profile) -> Self {
-        use crate::profile::knobs::engine as k;
-        let mut long = LongLinkConfig::for_profile(profile);
-        long.heartbeat.rtt_scaled = k::long_link_rtt_scaled_noop(profile);
-        long.monitor.backoff = k::long_link_reconnect_backoff(profile);
-        let mut exchange = ExchangeConfig::for_profile(profile);
-        exchange.race.overall_timeout = k::short_link_race_overall_timeout(profile);
-        if let Some(max) = k::race_max_abandons(profile) {
-            for race in [&mut exchange.race, &mut long.race] {
-                if let Some(a) = race.abandon.as_mut() {
-                    a.max_abandons = max;
-                }
-            }
-        }
-        Config {
-            profile,
-            seed: k::seed(profile),
-            short_link: ShortLinkEndpoints {
-                port: k::short_link_port(profile),
-                ..ShortLinkEndpoints::default()
-            },
-            long_link: None,
-            max_candidates: k::max_candidates(profile),
-            long_link_races_every_candidate: k::long_link_races_every_candidate(profile),
-            exchange,
-            long,
-            timeouts: TimeoutConfig::for_profile(profile),
-            long_link_adaptive_timeouts: k::long_link_adaptive_timeouts(profile),
-            ban: BanConfig::for_profile(profile),
-            limits: AntiAvalancheConfig::for_profile(profile),
-            retry_interval: k::retry_interval(profile),
-            retry_interval_after_timeout: k::retry_interval_after_timeout(profile),
-            free_retry_on_network_change: k::free_retry_on_network_change(profile),
-            http_retry: k::http_retry(profile),
-            channel_choice: k::channel_choice(profile),
-            long_link_rescue: k::long_link_rescue(profile),
-            early_data: k::early_data(profile),
-            no_network: k::no_network(profile),
-            zombies: k::zombies(profile),
-            zombie_idle_restart: k::zombie_idle_restart(profile),
-            resolve_timeout: k::resolve_timeout(profile),
-            resolve_ttl: k::resolve_ttl(profile),
-            max_queued_tasks: k::max_queued_tasks(profile),
-            max_in_flight_short: k::max_in_flight_short(profile),
-            hedge: k::hedge(profile),
-            socket_pool: k::socket_pool(profile),
-            network: k::network(profile),
-            foreground: k::foreground(profile),
-        }
-    }
-
     /// The profile these values came from.
     pub fn profile(&self) -> Profile {
         self.profile
@@ -499,11 +466,5 @@ impl Config {
     pub fn seed(mut self, seed: u64) -> Self {
         self.seed = seed;
         self
-    }
-}
-
-impl Default for Config {
-    fn default() -> Self {
-        Self::for_profile(Profile::Stn)
     }
 }

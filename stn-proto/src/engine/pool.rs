@@ -3,15 +3,16 @@
 //! connection open after a reusable 200, and the next such task to the same
 //! address sends its request on it instead of racing a new one.
 
-use crate::io::{ConnEvent, ConnId, IoAction};
+use std::collections::BTreeMap;
+
+use crate::io::{ConnEvent, ConnId};
 use crate::net::SocketAddr;
 use crate::short_link::KeptConn;
 use crate::task::Task;
 use crate::time::{Duration, Instant};
 
 use super::conns::Owner;
-use super::Engine;
-use crate::profile::Profile;
+use super::outbox::Outbox;
 
 /// How the short-link socket pool works ([`Config::socket_pool`](crate::Config::socket_pool)).
 ///
@@ -52,28 +53,12 @@ pub struct PoolConfig {
     pub stale_on_timeout: bool,
 }
 
-impl PoolConfig {
-    /// The values of profile `p`: the `pool` table of `docs/profiles.md`
-    /// (defined in `stn-proto/src/profile/knobs.rs`), which says why the
-    /// profiles differ.
-    pub fn for_profile(p: Profile) -> Self {
-        use crate::profile::knobs::pool as k;
-        PoolConfig {
-            max_idle: k::max_idle(p),
-            max_idle_conns: k::max_idle_conns(p),
-            disable_after_stale: k::disable_after_stale(p),
-            free_retry_on_stale: k::free_retry_on_stale(p),
-            stale_on_timeout: k::stale_on_timeout(p),
-        }
-    }
-}
-
 /// One idle pooled connection.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Idle {
-    pub(super) addr: SocketAddr,
-    pub(super) since: Instant,
-    pub(super) until: Instant,
+struct Idle {
+    addr: SocketAddr,
+    since: Instant,
+    until: Instant,
 }
 
 /// Whether `task` asks for keep-alive (Mars: `Connection: Keep-Alive`).
@@ -83,48 +68,65 @@ pub(super) fn wants_keep_alive(task: &Task) -> bool {
     })
 }
 
-impl Engine {
+/// The idle keep-alive connections ([`PoolConfig`]); `None` config: no pool.
+#[derive(Clone, Debug)]
+pub(super) struct Pool {
+    config: Option<PoolConfig>,
+    idle: BTreeMap<ConnId, Idle>,
+    /// The pool is off until then (after a stale reuse).
+    off_until: Instant,
+}
+
+impl Pool {
+    pub(super) fn new(now: Instant, config: Option<PoolConfig>) -> Self {
+        Pool {
+            config,
+            idle: BTreeMap::new(),
+            off_until: now,
+        }
+    }
+
     /// Takes an idle connection to the first of `candidates` that has one.
-    pub(super) fn pool_take(
+    pub(super) fn take(
         &mut self,
         now: Instant,
         candidates: &[SocketAddr],
     ) -> Option<(ConnId, SocketAddr)> {
-        self.config.socket_pool?;
-        if self.pool_off_until > now {
+        self.config?;
+        if self.off_until > now {
             return None;
         }
         let conn = candidates.iter().find_map(|addr| {
-            self.pool
+            self.idle
                 .iter()
                 .filter(|(_, idle)| idle.addr == *addr && idle.until > now)
                 .min_by_key(|(_, idle)| std::cmp::Reverse(idle.since))
                 .map(|(conn, _)| *conn)
         })?;
-        let idle = self.pool.remove(&conn)?;
+        let idle = self.idle.remove(&conn)?;
         Some((conn, idle.addr))
     }
 
-    /// Puts a connection an exchange kept into the pool (or closes it when
-    /// the pool is off or full of newer ones).
-    pub(super) fn pool_put(&mut self, now: Instant, kept: KeptConn) {
-        self.conns.insert(kept.conn, Owner::Pool);
-        let Some(cfg) = self.config.socket_pool else {
-            self.pool_close(kept.conn);
+    /// Takes over a connection an exchange kept (or closes it when the pool
+    /// is off, `closing`, or full of newer ones).
+    pub(super) fn put(&mut self, now: Instant, kept: KeptConn, closing: bool, out: &mut Outbox) {
+        out.hand_over(kept.conn, Owner::Pool);
+        let Some(cfg) = self.config else {
+            self.close(kept.conn, out);
             return;
         };
-        if self.pool_off_until > now || self.shut_down {
-            self.pool_close(kept.conn);
+        if self.off_until > now || closing {
+            self.close(kept.conn, out);
             return;
         }
         let idle = kept
             .idle_timeout
             .map_or(cfg.max_idle, |t| t.min(cfg.max_idle));
         if idle.is_zero() {
-            self.pool_close(kept.conn);
+            self.close(kept.conn, out);
             return;
         }
-        self.pool.insert(
+        self.idle.insert(
             kept.conn,
             Idle {
                 addr: kept.addr,
@@ -132,61 +134,83 @@ impl Engine {
                 until: now + idle,
             },
         );
-        while self.pool.len() > cfg.max_idle_conns {
+        while self.idle.len() > cfg.max_idle_conns {
             let oldest = self
-                .pool
+                .idle
                 .iter()
                 .min_by_key(|(_, idle)| idle.since)
                 .map(|(c, _)| *c);
             match oldest {
-                Some(c) => self.pool_close(c),
+                Some(c) => self.close(c, out),
                 None => break,
             }
         }
     }
 
-    /// Closes a pooled connection.
-    pub(super) fn pool_close(&mut self, conn: ConnId) {
-        self.pool.remove(&conn);
-        self.emit_io(Owner::Pool, IoAction::Close { conn });
+    /// An attempt on a connection taken from the pool failed before any
+    /// response byte (`timed_out`: by a timeout). If that makes the
+    /// connection stale ([`PoolConfig::stale_on_timeout`]), the pool turns
+    /// off for [`PoolConfig::disable_after_stale`] and closes what it holds;
+    /// returns then whether the attempt is redone at once without using a
+    /// retry ([`PoolConfig::free_retry_on_stale`]).
+    pub(super) fn stale_reuse(
+        &mut self,
+        now: Instant,
+        timed_out: bool,
+        out: &mut Outbox,
+    ) -> Option<bool> {
+        let cfg = self.config.filter(|c| c.stale_on_timeout || !timed_out)?;
+        self.off_until = now + cfg.disable_after_stale;
+        self.clear(out);
+        Some(cfg.free_retry_on_stale)
     }
 
-    /// Closes every pooled connection (network change, shutdown).
-    pub(super) fn pool_clear(&mut self) {
-        let conns: Vec<ConnId> = self.pool.keys().copied().collect();
+    fn close(&mut self, conn: ConnId, out: &mut Outbox) {
+        self.idle.remove(&conn);
+        out.close(Owner::Pool, conn);
+    }
+
+    /// Closes every pooled connection (network change).
+    pub(super) fn clear(&mut self, out: &mut Outbox) {
+        let conns: Vec<ConnId> = self.idle.keys().copied().collect();
         for conn in conns {
-            self.pool_close(conn);
+            self.close(conn, out);
         }
     }
 
+    /// Forgets every pooled connection (shutdown closes them all).
+    pub(super) fn forget_all(&mut self) {
+        self.idle.clear();
+    }
+
     /// Closes idle connections whose time is up.
-    pub(super) fn pool_expire(&mut self, now: Instant) {
+    pub(super) fn expire(&mut self, now: Instant, out: &mut Outbox) {
         let due: Vec<ConnId> = self
-            .pool
+            .idle
             .iter()
             .filter(|(_, idle)| idle.until <= now)
             .map(|(c, _)| *c)
             .collect();
         for conn in due {
-            self.pool_close(conn);
+            self.close(conn, out);
         }
     }
 
     /// Something happened on an idle pooled connection: it is of no further
     /// use (closed by the peer, or data nobody asked for).
-    pub(super) fn pool_event(&mut self, conn: ConnId, event: &ConnEvent) {
+    pub(super) fn event(&mut self, conn: ConnId, event: &ConnEvent, out: &mut Outbox) {
         match event {
             ConnEvent::Connected | ConnEvent::TcpConnected | ConnEvent::EarlyData { .. } => {}
-            ConnEvent::Received(_) => self.pool_close(conn),
-            // Already forgotten by `conn_event`.
+            ConnEvent::Received(_) => self.close(conn, out),
+            // Already forgotten by the outbox.
             ConnEvent::ConnectFailed(_) | ConnEvent::Closed(_) => {
-                self.pool.remove(&conn);
+                self.idle.remove(&conn);
             }
         }
     }
 
     /// The earliest idle expiry.
-    pub(super) fn pool_timeout(&self) -> Option<Instant> {
-        self.pool.values().map(|idle| idle.until).min()
+    pub(super) fn next_timeout(&self) -> Option<Instant> {
+        self.idle.values().map(|idle| idle.until).min()
     }
 }

@@ -10,7 +10,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use crate::id_map::IdMap;
 use crate::task::{Channel, TaskId};
 use crate::time::Instant;
 
@@ -67,12 +66,11 @@ impl Active {
     }
 }
 
-#[derive(Clone, Debug)]
-struct Slot {
-    order: Order,
-    class: Class,
-    /// What it waits for if it needs auth.
-    gate: Option<Arc<AuthKey>>,
+/// Where a queued task stands in the queue, kept in its stage
+/// ([`Stage::Queued`](super::stage::Stage::Queued)); its order, class and
+/// auth key are in its record ([`Keys`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Place {
     /// Still waiting for its not-before time.
     waiting_until: Option<Instant>,
     /// The dispatch pass during which it was queued: a pass visits only
@@ -80,12 +78,28 @@ struct Slot {
     pass: u64,
 }
 
+impl Place {
+    /// Whether a dispatch pass `pass` may visit it.
+    pub(super) fn before(&self, pass: u64) -> bool {
+        self.pass != pass
+    }
+}
+
+/// A queued task's keys in the queue's indexes, as its record holds them.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Keys<'a> {
+    pub(super) order: Order,
+    pub(super) class: Class,
+    /// What it waits for if it needs auth.
+    pub(super) gate: Option<&'a Arc<AuthKey>>,
+}
+
 type ReadySet = BTreeSet<(Order, TaskId)>;
 
-/// The queue. Holds ids only; the tasks live in the engine's table.
+/// The queue's indexes. Holds ids only: each queued task keeps its own
+/// [`Place`] and [`Keys`] and says what they are when it moves or leaves.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Queue {
-    slots: IdMap<TaskId, Slot>,
     /// Tasks that need no auth, `[class]`, by queue order.
     open: [ReadySet; 3],
     /// Need-auth tasks by what they wait for, `[class]`; a key with no task
@@ -96,65 +110,62 @@ pub(super) struct Queue {
 }
 
 impl Queue {
-    /// Queues `id` (again: a queued task is moved), ready at `not_before`.
+    /// Queues `id`, ready at `not_before`: the place to keep in its stage.
     pub(super) fn insert(
         &mut self,
         id: TaskId,
-        order: Order,
-        class: Class,
-        gate: Option<Arc<AuthKey>>,
+        keys: Keys<'_>,
         not_before: Instant,
         now: Instant,
-    ) {
-        self.remove(id);
-        let waiting_until = (not_before > now).then_some(not_before);
-        let slot = Slot {
-            order,
-            class,
-            gate,
-            waiting_until,
+    ) -> Place {
+        let place = Place {
+            waiting_until: (not_before > now).then_some(not_before),
             pass: self.pass,
         };
-        match waiting_until {
+        self.put(id, keys, &place);
+        place
+    }
+
+    /// Indexes `id` at `place` under `keys`.
+    pub(super) fn put(&mut self, id: TaskId, keys: Keys<'_>, place: &Place) {
+        match place.waiting_until {
             Some(t) => {
                 self.waiting.insert((t, id));
             }
-            None => self.add_ready(&slot, id),
+            None => self.add_ready(id, keys),
         }
-        self.slots.insert(id, slot);
     }
 
-    /// Takes `id` out of the queue (no-op if it is not queued).
-    pub(super) fn remove(&mut self, id: TaskId) {
-        let Some(slot) = self.slots.remove(&id) else {
-            return;
-        };
-        match slot.waiting_until {
+    /// Takes `id`, at `place` under `keys`, out of the indexes.
+    pub(super) fn remove(&mut self, id: TaskId, keys: Keys<'_>, place: &Place) {
+        match place.waiting_until {
             Some(t) => {
                 self.waiting.remove(&(t, id));
             }
-            None => self.remove_ready(&slot, id),
+            None => self.remove_ready(id, keys),
         }
     }
 
-    /// Moves a queued `id` to another class and auth key, keeping its place
-    /// and not-before time (no-op if it is not queued).
-    pub(super) fn reclass(&mut self, id: TaskId, class: Class, gate: Option<Arc<AuthKey>>) {
-        let Some(slot) = self.slots.get(&id).cloned() else {
-            return;
-        };
-        if slot.waiting_until.is_none() {
-            self.remove_ready(&slot, id);
+    /// Whether `id` is indexed at `place` under `keys`.
+    #[cfg(any(test, fuzzing))]
+    pub(super) fn contains(&self, id: TaskId, keys: Keys<'_>, place: &Place) -> bool {
+        match place.waiting_until {
+            Some(t) => self.waiting.contains(&(t, id)),
+            None => {
+                let sets = match keys.gate {
+                    None => Some(&self.open),
+                    Some(key) => self.gated.get(key),
+                };
+                sets.is_some_and(|s| s[keys.class.index()].contains(&(keys.order, id)))
+            }
         }
-        let slot = Slot {
-            class,
-            gate,
-            ..slot
-        };
-        if slot.waiting_until.is_none() {
-            self.add_ready(&slot, id);
-        }
-        self.slots.insert(id, slot);
+    }
+
+    /// Tasks indexed.
+    #[cfg(any(test, fuzzing))]
+    pub(super) fn len(&self) -> usize {
+        let ready = |sets: &[ReadySet; 3]| sets.iter().map(BTreeSet::len).sum::<usize>();
+        self.waiting.len() + ready(&self.open) + self.gated.values().map(ready).sum::<usize>()
     }
 
     /// The earliest not-before time of a waiting task.
@@ -162,36 +173,41 @@ impl Queue {
         self.waiting.first().map(|(t, _)| *t)
     }
 
-    /// Every waiting task is ready now (the network came back).
-    pub(super) fn release_waiting(&mut self) {
-        while let Some((_, id)) = self.waiting.pop_first() {
-            self.make_ready(id);
+    /// Takes the earliest waiting task out of the time index if its
+    /// not-before time is at or before `until` (`None`: whenever it is), for
+    /// the caller to make it ready ([`Queue::make_ready`]).
+    pub(super) fn pop_waiting(&mut self, until: Option<Instant>) -> Option<TaskId> {
+        let &(t, id) = self.waiting.first()?;
+        if until.is_some_and(|u| t > u) {
+            return None;
         }
+        self.waiting.pop_first();
+        Some(id)
     }
 
-    /// Starts a dispatch pass at `now`: tasks whose not-before time has come
-    /// are ready; tasks queued from here on wait for the next pass.
-    pub(super) fn begin_pass(&mut self, now: Instant) -> u64 {
+    /// `id`, taken out of the time index, is ready.
+    pub(super) fn make_ready(&mut self, id: TaskId, keys: Keys<'_>, place: &mut Place) {
+        place.waiting_until = None;
+        self.add_ready(id, keys);
+    }
+
+    /// Starts a dispatch pass: tasks queued from here on wait for the next
+    /// one.
+    pub(super) fn begin_pass(&mut self) -> u64 {
         self.pass += 1;
-        while let Some(&(t, id)) = self.waiting.first() {
-            if t > now {
-                break;
-            }
-            self.waiting.pop_first();
-            self.make_ready(id);
-        }
         self.pass
     }
 
     /// The first ready task after `cursor` in queue order among the
     /// `active` classes (need-auth tasks only if `authed` says their key
-    /// may go), queued before `pass` began.
+    /// may go) that `visit` lets the pass start, with the class `visit`
+    /// gives it.
     pub(super) fn next_after(
         &self,
         cursor: Option<(Order, TaskId)>,
         active: Active,
         authed: impl Fn(&AuthKey) -> bool,
-        pass: u64,
+        visit: impl Fn(TaskId) -> Option<Class>,
     ) -> Option<((Order, TaskId), Class)> {
         let mut best: Option<((Order, TaskId), Class)> = None;
         let gated = self
@@ -210,11 +226,9 @@ impl Queue {
                     }
                     None => set.range(..),
                 };
-                let first =
-                    range.find(|(_, id)| self.slots.get(id).is_some_and(|s| s.pass != pass));
-                if let Some(&key) = first {
+                let first = range.find_map(|&key| visit(key.1).map(|class| (key, class)));
+                if let Some((key, class)) = first {
                     if best.is_none_or(|(b, _)| key < b) {
-                        let class = self.slots.get(&key.1).map_or(Class::Both, |s| s.class);
                         best = Some((key, class));
                     }
                 }
@@ -223,32 +237,23 @@ impl Queue {
         best
     }
 
-    fn make_ready(&mut self, id: TaskId) {
-        let Some(slot) = self.slots.get_mut(&id) else {
-            return;
-        };
-        slot.waiting_until = None;
-        let slot = slot.clone();
-        self.add_ready(&slot, id);
-    }
-
-    fn add_ready(&mut self, slot: &Slot, id: TaskId) {
-        let sets = match &slot.gate {
+    fn add_ready(&mut self, id: TaskId, keys: Keys<'_>) {
+        let sets = match keys.gate {
             None => &mut self.open,
             Some(key) => self.gated.entry(key.clone()).or_default(),
         };
-        sets[slot.class.index()].insert((slot.order, id));
+        sets[keys.class.index()].insert((keys.order, id));
     }
 
-    fn remove_ready(&mut self, slot: &Slot, id: TaskId) {
-        let class = slot.class.index();
-        match &slot.gate {
+    fn remove_ready(&mut self, id: TaskId, keys: Keys<'_>) {
+        let class = keys.class.index();
+        match keys.gate {
             None => {
-                self.open[class].remove(&(slot.order, id));
+                self.open[class].remove(&(keys.order, id));
             }
             Some(key) => {
                 if let Some(sets) = self.gated.get_mut(key) {
-                    sets[class].remove(&(slot.order, id));
+                    sets[class].remove(&(keys.order, id));
                     if sets.iter().all(BTreeSet::is_empty) {
                         self.gated.remove(key);
                     }

@@ -1,291 +1,280 @@
-//! Short-link attempts: start a [`ShortLinkExchange`] for a task, relay its
-//! actions, settle the task when it finishes.
+//! A running short-link attempt: its exchange and, when the profile hedges
+//! ([`HedgePolicy`]), the hedges that race it with the same request on fresh
+//! connections. The first complete response decides the attempt; a failed
+//! exchange with a hedge running hands the attempt to the hedge.
 
-use crate::error::{Error, Response, TimeoutKind};
-use crate::io::IoAction;
+use crate::io::{ConnEvent, ConnId, ConnIds};
+use crate::net::SocketAddr;
 use crate::short_link::{
-    EndpointReport, ExchangeAction, ExchangeRequest, ExchangeResult, ExchangeTimeouts,
-    ShortLinkExchange,
+    ExchangeAction, ExchangeConfig, ExchangeRequest, ExchangeResult, ShortLinkExchange,
 };
-use crate::task::{Channel, TaskId};
+use crate::task::Task;
 use crate::time::{Duration, Instant};
-use crate::timeout::AttemptSample;
 
-use super::candidates::Sources;
 use super::conns::Owner;
-use super::{Engine, Link, Report, Retry};
+use super::hedge::HedgePolicy;
+use super::outbox::Outbox;
 
-impl Engine {
-    /// Starts a short-link attempt. Returns whether the task left the queue
-    /// (started, or ended by a limit).
-    pub(super) fn start_short(&mut self, now: Instant, id: TaskId) -> bool {
-        if !self.tasks.contains_key(&id) {
-            return false;
-        }
-        let ep = self.config.short_link.clone();
-        // A task's own host replaces the configured hosts (with or without
-        // their own ports).
-        let (hosts, host_ports) = match self.tasks.get(&id).and_then(|e| e.task.host.clone()) {
-            Some(h) => (vec![h], Vec::new()),
-            None => (ep.hosts.clone(), ep.host_ports.clone()),
-        };
-        let host_header = hosts
-            .first()
-            .or(host_ports.first().map(|(h, _)| h))
-            .cloned();
-        let sources = Sources {
-            debug: ep.debug,
-            hosts: &hosts,
-            host_ports: &host_ports,
-            ips: &ep.ips,
-            addrs: &ep.addrs,
-            backups: &ep.backup_ips,
-            ports: &[ep.port],
-        };
-        let cycling = self.config.exchange.race.max_rounds.is_none();
-        let width = self.short_race_width();
-        let Some(candidates) = self.candidates(now, &sources, width, cycling) else {
-            return false; // waiting for a resolve answer
-        };
-        self.build_attempt_body(id, Channel::Short);
-        if !self.pass_limits(now, id) {
-            return true;
-        }
-        let Some(e) = self.tasks.get(&id) else {
-            return true;
-        };
-        let input = self.attempt_input(e, self.short.len());
-        let timeouts = ExchangeTimeouts {
-            first_packet: self.timeouts.first_packet_timeout(&input),
-            read_write: self.timeouts.read_write_timeout(&input),
-            packet_gap: self.timeouts.packet_gap_timeout(input.net),
-            long_polling: e.task.long_polling,
-        };
-        let req = ExchangeRequest {
-            candidates,
-            host: host_header,
-            cgi: e.task.cgi.clone(),
-            headers: e.task.headers.clone(),
-            body: e.task.body.clone(),
-            rtt_hint: self.rtt_hint(),
-            timeouts,
-            deadline: Some(e.deadline),
-            early_data: self.config.early_data && e.task.early_data,
-        };
-        if self.config.hedge.is_some() {
-            let state = super::hedge::HedgeState {
-                request: req.clone(),
-                running: None,
-                started: 0,
-                spent_connects: 0,
-            };
-            self.hedges.insert(id, state);
-        }
-        let pooled = if e.task.headers.is_empty() || !super::pool::wants_keep_alive(&e.task) {
-            None
-        } else {
-            self.pool_take(now, &req.candidates)
-        };
-        let ex = match pooled {
-            Some((conn, addr)) => {
-                self.conns.insert(conn, Owner::Short(id));
-                ShortLinkExchange::start_reused(now, &self.config.exchange, req, conn, addr)
-            }
-            None => ShortLinkExchange::start(now, &self.config.exchange, req, &mut self.ids),
-        };
-        self.begin_attempt(now, id, Link::Short);
-        self.short.insert(id, ex);
-        self.pump_short(now, id);
-        true
-    }
+/// One short-link attempt.
+#[derive(Debug)]
+pub(super) struct ShortAttempt {
+    /// The exchange that decides the attempt: the first one, or the hedge
+    /// that took over when it failed.
+    exchange: ShortLinkExchange,
+    /// The attempt's hedging, when the profile hedges.
+    hedging: Option<Hedging>,
+    /// Where the attempt stands in the engine's timer indexes.
+    pub(super) timers: AttemptTimers,
+}
 
-    /// How many candidates a short-link race gets. A race that goes round
-    /// again until the task's deadline (stn: `max_rounds` unset) gets every
-    /// candidate: over a list cut to [`Config::max_candidates`] its later
-    /// rounds retry the candidates that failed before it ever tries one cut
-    /// off, and the pool is only searched for the race's own candidates.
-    /// (Matrix cell `android-6.5 rtt150 ge10%/300ms 3g jit0 brbbbl out-none
-    /// keepalive`: the one live endpoint of six, known good and with an
-    /// idle pooled connection, was ordered sixth — history and new
-    /// endpoints are merged at random, Mars's rule — and a call raced the
-    /// five dead ones for its whole 40 s deadline.) A race of one pass
-    /// (Mars) keeps Mars's cut.
-    ///
-    /// [`Config::max_candidates`]: crate::Config::max_candidates
-    fn short_race_width(&self) -> usize {
-        if self.config.exchange.race.max_rounds.is_none() {
-            usize::MAX
-        } else {
-            self.config.max_candidates
+/// An attempt's keys in the engine's timer indexes, as last set
+/// ([`Tasks::refresh_attempt_timers`](super::tasks::Tasks::refresh_attempt_timers)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(super) struct AttemptTimers {
+    /// The deciding exchange's next timer.
+    pub(super) exchange: Option<Instant>,
+    /// The running hedge's next timer.
+    pub(super) hedge: Option<Instant>,
+    /// (k, request sent + server cost) if the attempt may start its k-th
+    /// hedge ([`HedgeStarts`](super::hedge::HedgeStarts)).
+    pub(super) start: Option<(u32, Instant)>,
+}
+
+/// The hedging state of one attempt.
+#[derive(Debug)]
+struct Hedging {
+    /// The attempt's request, to send again.
+    request: ExchangeRequest,
+    /// The hedge running now, if any.
+    running: Option<Box<ShortLinkExchange>>,
+    /// Hedges started in this attempt.
+    started: u32,
+    /// Connects started by exchanges of this attempt that ended without
+    /// deciding it.
+    spent_connects: u32,
+}
+
+/// What the engine must do for an attempt; see [`ShortAttempt::poll_action`].
+#[derive(Debug)]
+pub(super) enum AttemptAction {
+    /// An action of the deciding exchange or a hedge;
+    /// [`ExchangeAction::Finished`] ends the attempt with its result.
+    Exchange(ExchangeAction),
+    /// A hedge answered first: the attempt ends with its result once
+    /// [`ShortAttempt::cancel_first`] has stopped the first exchange.
+    HedgeWon(Box<ExchangeResult>),
+}
+
+/// How many hedges an attempt started and the connects its deciding
+/// exchange did not make.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Hedged {
+    pub(super) hedges: u32,
+    pub(super) spent_connects: u32,
+}
+
+impl ShortAttempt {
+    /// Starts the attempt: on `pooled`, a kept connection, if there is one,
+    /// else racing its candidates; `hedging` keeps the request for hedges.
+    pub(super) fn start(
+        now: Instant,
+        cfg: &ExchangeConfig,
+        request: ExchangeRequest,
+        hedging: bool,
+        pooled: Option<(ConnId, SocketAddr)>,
+        ids: &mut ConnIds,
+    ) -> Self {
+        let hedging = hedging.then(|| Hedging {
+            request: request.clone(),
+            running: None,
+            started: 0,
+            spent_connects: 0,
+        });
+        let exchange = match pooled {
+            Some((conn, addr)) => ShortLinkExchange::start_reused(now, cfg, request, conn, addr),
+            None => ShortLinkExchange::start(now, cfg, request, ids),
+        };
+        ShortAttempt {
+            exchange,
+            hedging,
+            timers: AttemptTimers::default(),
         }
     }
 
-    /// Drains a short exchange's actions.
-    pub(super) fn pump_short(&mut self, now: Instant, id: TaskId) {
-        self.drain_short(now, id);
-        self.refresh_attempt_timers(id);
+    fn running_hedge(&self) -> Option<&ShortLinkExchange> {
+        self.hedging.as_ref()?.running.as_deref()
     }
 
-    fn drain_short(&mut self, now: Instant, id: TaskId) {
-        loop {
-            let Some(action) = self.short.get_mut(&id).and_then(|ex| ex.poll_action()) else {
-                return;
-            };
-            match action {
-                ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
-                ExchangeAction::Endpoint(r) => self.endpoint_report(now, r),
-                ExchangeAction::Linger { conn, addr, until } => {
-                    self.verdict_take(now, conn, addr, until);
-                }
-                ExchangeAction::Finished(result) => {
-                    let result = *result;
-                    self.short.remove(&id);
-                    let failed = result.outcome.is_err();
-                    match if failed {
-                        self.hedge_takes_over(id, result)
-                    } else {
-                        Some(result)
-                    } {
-                        Some(result) => {
-                            self.short_finished(now, id, result);
-                            return;
-                        }
-                        // A hedge runs on as the attempt's exchange.
-                        None => continue,
-                    }
-                }
-            }
-        }
-    }
-
-    /// Cancels an exchange of `id`'s attempt, closing its connections;
-    /// returns the connects it had started. (A cancelled exchange reports
-    /// nothing else: no endpoint verdict, no result.)
-    pub(super) fn cancel_exchange(
+    /// Feeds an event on one of the attempt's connections to the exchange
+    /// that owns it.
+    pub(super) fn handle_event(
         &mut self,
         now: Instant,
-        id: TaskId,
-        mut ex: ShortLinkExchange,
-    ) -> u32 {
-        let connects = ex.connect_attempts();
-        ex.cancel(now);
-        while let Some(a) = ex.poll_action() {
-            match a {
-                ExchangeAction::Io(io) => self.emit_io(Owner::Short(id), io),
-                // Cancelled with the exchange: closed, no verdict.
-                ExchangeAction::Linger { conn, .. } => {
-                    self.emit_io(Owner::Short(id), IoAction::Close { conn });
-                }
-                ExchangeAction::Endpoint(_) | ExchangeAction::Finished(_) => {}
-            }
-        }
-        connects
-    }
-
-    /// Closes every connection still owned by `id`'s short-link attempt.
-    pub(super) fn close_short_conns(&mut self, id: TaskId) {
-        for conn in self.conns.of_task(id) {
-            self.emit_io(Owner::Short(id), IoAction::Close { conn });
+        conn: ConnId,
+        event: ConnEvent,
+        ids: &mut ConnIds,
+    ) {
+        let hedge = self
+            .hedging
+            .as_mut()
+            .and_then(|h| h.running.as_deref_mut())
+            .filter(|ex| ex.owns(conn));
+        match hedge {
+            Some(ex) => ex.handle_event(now, conn, event, ids),
+            None => self.exchange.handle_event(now, conn, event, ids),
         }
     }
 
-    /// Records a short-link exchange's endpoint outcome.
-    pub(super) fn endpoint_report(&mut self, now: Instant, r: EndpointReport) {
-        if let Some(t) = r.connect_time.filter(|_| r.ok) {
-            self.connect_sample(t);
-        }
-        self.record_endpoint(now, r.addr, r.ok);
-        if r.ok {
-            // A working connection is a sign of connectivity.
-            self.replay_zombies(now);
+    /// The deciding exchange's timers.
+    pub(super) fn exchange_timeout(&mut self, now: Instant, ids: &mut ConnIds) {
+        self.exchange.handle_timeout(now, ids);
+    }
+
+    /// The running hedge's timers.
+    pub(super) fn hedge_timeout(&mut self, now: Instant, ids: &mut ConnIds) {
+        if let Some(ex) = self.hedging.as_mut().and_then(|h| h.running.as_deref_mut()) {
+            ex.handle_timeout(now, ids);
         }
     }
 
-    pub(super) fn short_finished(&mut self, now: Instant, id: TaskId, result: ExchangeResult) {
-        if let Some(kept) = result.kept {
-            self.pool_put(now, kept);
-        }
-        let (hedges, spent_connects) = self.end_hedging(now, id);
-        // Safety net: the exchange closed its connections; drop stale entries.
-        self.close_short_conns(id);
-        let Some(e) = self.tasks.get(&id) else {
-            return;
-        };
-        let Some(attempt) = e.running_on(Link::Short) else {
-            return;
-        };
-        let report = Report {
-            task: id,
-            attempt: e.attempts,
-            channel: Channel::Short,
-            started: attempt.started,
-            ended: now,
-            endpoint: result.endpoint,
-            connect_time: result.connect_time,
-            handshake_time: result.handshake_time,
-            early_data: result.early_data,
-            first_packet_after: result.first_packet_after,
-            connect_attempts: result.connect_attempts + spent_connects,
-            bytes_sent: result.bytes_sent,
-            bytes_received: result.bytes_received,
-            hedges,
-            error: result.outcome.as_ref().err().cloned(),
-        };
-        let cmd_id = e.task.cmd_id;
-        let send_len = e.task.body.len();
-        self.end_attempt(id);
-        if let Some(fp) = result.first_packet_after {
-            self.timeouts.on_first_packet(fp, send_len);
-        }
-        match result.outcome {
-            Ok(resp) => {
-                let bytes = usize::try_from(result.bytes_sent + result.bytes_received)
-                    .unwrap_or(usize::MAX);
-                let cost = result.request_sent_at.map_or(Duration::ZERO, |t| now - t);
-                self.timeouts.on_success(now, AttemptSample { bytes, cost });
-                let response = Response {
-                    body: resp.body,
-                    status: Some(resp.status),
-                    cmd_id,
-                };
-                self.respond(id, response, report);
-                self.replay_zombies(now);
-            }
-            Err(error) => {
-                self.note_failure(now, &error);
-                if matches!(error, Error::Connect { .. } | Error::Dns(_)) {
-                    // The addresses did not work: ask again next time.
-                    let hosts = self.short_hosts(id);
-                    self.forget_hosts(&hosts);
-                }
-                let timed_out = matches!(error, Error::Timeout(_));
-                let stale = result.reused
-                    && result.first_packet_after.is_none()
-                    && !matches!(error, Error::Timeout(TimeoutKind::Task) | Error::Cancelled);
-                let pool = self.config.socket_pool;
-                if let Some(cfg) = pool.filter(|c| stale && (c.stale_on_timeout || !timed_out)) {
-                    // The pooled connection was dead: Mars turns the pool off.
-                    self.pool_off_until = now + cfg.disable_after_stale;
-                    self.pool_clear();
-                    if cfg.free_retry_on_stale {
-                        self.emit_report(report);
-                        let how = Retry {
-                            channel: Channel::Short,
-                            retryable: true,
-                            free: true,
-                            delay: Some(Duration::ZERO),
-                        };
-                        self.retry_or_end(now, id, error, how);
-                        return;
+    /// When the deciding exchange wants its timers run.
+    pub(super) fn next_exchange_timeout(&self) -> Option<Instant> {
+        self.exchange.poll_timeout()
+    }
+
+    /// When the running hedge wants its timers run.
+    pub(super) fn next_hedge_timeout(&self) -> Option<Instant> {
+        self.running_hedge()
+            .and_then(ShortLinkExchange::poll_timeout)
+    }
+
+    /// The next action. Drain until `None` after every call into the
+    /// attempt (only the exchange last called has any). A failed exchange
+    /// with a hedge running hands over to it here; the attempt is over at
+    /// [`AttemptAction::Finished`] or [`AttemptAction::HedgeWon`].
+    pub(super) fn poll_action(&mut self) -> Option<AttemptAction> {
+        loop {
+            match self.exchange.poll_action() {
+                Some(ExchangeAction::Finished(result)) => {
+                    if result.outcome.is_err() {
+                        let hedging = self.hedging.as_mut();
+                        if let Some((h, hedge)) =
+                            hedging.and_then(|h| h.running.take().map(|r| (h, r)))
+                        {
+                            // The hedge runs on as the attempt's exchange.
+                            h.spent_connects += result.connect_attempts;
+                            self.exchange = *hedge;
+                            continue;
+                        }
                     }
+                    return Some(AttemptAction::Exchange(ExchangeAction::Finished(result)));
                 }
-                if error == Error::Timeout(TimeoutKind::Task) {
-                    self.emit_report(report);
-                    self.end_failed(now, id, error);
-                } else {
-                    self.attempt_failed(now, id, error, Channel::Short, Some(report));
-                }
+                Some(action) => return Some(AttemptAction::Exchange(action)),
+                None => break,
             }
         }
+        let h = self.hedging.as_mut()?;
+        match h.running.as_mut()?.poll_action()? {
+            ExchangeAction::Finished(result) => {
+                h.running = None;
+                if result.outcome.is_ok() {
+                    return Some(AttemptAction::HedgeWon(result));
+                }
+                // A hedge that fails just ends; the exchange runs on.
+                h.spent_connects += result.connect_attempts;
+                None
+            }
+            action => Some(AttemptAction::Exchange(action)),
+        }
     }
+
+    /// A hedge won: stops the first exchange, closing its connections.
+    pub(super) fn cancel_first(&mut self, now: Instant, owner: Owner, out: &mut Outbox) {
+        let spent = cancel(&mut self.exchange, now, owner, out);
+        if let Some(h) = self.hedging.as_mut() {
+            h.spent_connects += spent;
+        }
+    }
+
+    /// The attempt ended with its exchange's result: stops a running hedge
+    /// (closing its connections) and says what hedging cost.
+    pub(super) fn close(&mut self, now: Instant, owner: Owner, out: &mut Outbox) -> Hedged {
+        let Some(h) = self.hedging.as_mut() else {
+            return Hedged::default();
+        };
+        if let Some(mut ex) = h.running.take() {
+            h.spent_connects += cancel(&mut ex, now, owner, out);
+        }
+        Hedged {
+            hedges: h.started,
+            spent_connects: h.spent_connects,
+        }
+    }
+
+    /// Stops the attempt before it ended: its hedge, then its exchange, each
+    /// closing its connections and reporting nothing.
+    pub(super) fn stop(&mut self, now: Instant, owner: Owner, out: &mut Outbox) {
+        self.close(now, owner, out);
+        cancel(&mut self.exchange, now, owner, out);
+    }
+
+    /// What the attempt's next hedge waits for, if it may start one: (k,
+    /// request sent, server cost) for its k-th hedge under `policy`. It is
+    /// due k delays after the request was sent, plus the server cost.
+    pub(super) fn hedge_basis(
+        &self,
+        policy: &HedgePolicy,
+        task: &Task,
+    ) -> Option<(u32, Instant, Duration)> {
+        let h = self.hedging.as_ref()?;
+        if h.running.is_some()
+            || h.started >= policy.max_hedges
+            || h.request.body.len() > policy.max_request_len
+        {
+            return None;
+        }
+        if self.exchange.first_byte_at().is_some() {
+            return None;
+        }
+        let sent = self.exchange.request_sent_at()?;
+        if !task.hedge {
+            return None;
+        }
+        let server = task.server_process_cost.unwrap_or(Duration::ZERO);
+        Some((h.started + 1, sent, server))
+    }
+
+    /// Starts a hedge now: the attempt's request on a fresh race, with the
+    /// RTT hint of now.
+    pub(super) fn start_hedge(
+        &mut self,
+        now: Instant,
+        cfg: &ExchangeConfig,
+        rtt_hint: Option<Duration>,
+        ids: &mut ConnIds,
+    ) {
+        let Some(h) = self.hedging.as_mut() else {
+            return;
+        };
+        let mut request = h.request.clone();
+        request.rtt_hint = rtt_hint;
+        h.running = Some(Box::new(ShortLinkExchange::start(now, cfg, request, ids)));
+        h.started += 1;
+    }
+}
+
+/// Cancels `ex`, closing its connections (a loser it was handing over is
+/// closed too, unjudged); returns the connects it had started. A cancelled
+/// exchange reports nothing else: no endpoint verdict, no result.
+fn cancel(ex: &mut ShortLinkExchange, now: Instant, owner: Owner, out: &mut Outbox) -> u32 {
+    let connects = ex.connect_attempts();
+    ex.cancel(now);
+    while let Some(action) = ex.poll_action() {
+        match action {
+            ExchangeAction::Io(io) => out.io(owner, io),
+            ExchangeAction::Linger { conn, .. } => out.close(owner, conn),
+            ExchangeAction::Endpoint(_) | ExchangeAction::Finished(_) => {}
+        }
+    }
+    connects
 }

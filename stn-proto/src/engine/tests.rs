@@ -1,44 +1,34 @@
 //! Script-style tests of the engine's flows, a determinism test and the
 //! proptest state-machine test (in `prop`).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 use bytes::Bytes;
 
+use super::check::ok_http;
 use super::*;
 use crate::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder, NOOP_CMD_ID};
 use crate::error::{DnsError, Outcome};
 use crate::io::IoAction;
+use crate::limit::LimitKind;
 use crate::net::ConnectError;
 use crate::profile::Profile;
+use crate::test_util::{ms, secs};
 
 mod auth_controls;
 mod banned_last;
 mod early_data;
+mod networks;
 mod prop;
+mod proxy_failures;
 mod race_width;
+mod refusal;
 mod rescue;
 
 const T0: Instant = Instant::from_secs(1_000);
 
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
-}
-
 fn ip(s: &str) -> IpAddr {
     s.parse().unwrap_or_else(|_| unreachable!())
-}
-
-fn ok_http(body: &str) -> Bytes {
-    Bytes::from(format!(
-        "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{}",
-        body.len(),
-        body
-    ))
 }
 
 /// A driver that records every action and steps time.
@@ -377,7 +367,7 @@ fn cancel_closes_the_attempt_and_ends_once() {
     assert_eq!(h.finished(id).len(), 1);
     assert_eq!(
         h.e.poll_timeout(),
-        h.e.long.as_ref().and_then(LongLink::poll_timeout)
+        h.e.long.get().and_then(LongLink::poll_timeout)
     );
 }
 
@@ -633,7 +623,7 @@ fn endpoint_reports_feed_the_ban_history() {
             assert!(guard < 20);
             let pending: Vec<(ConnId, SocketAddr)> = connects(&h.log[before..])
                 .into_iter()
-                .filter(|(c, _)| h.e.conns.contains(*c))
+                .filter(|(c, _)| h.e.out.owns(*c))
                 .collect();
             match pending.first() {
                 Some((c, a)) if *a == bad => {
@@ -925,7 +915,7 @@ fn frequency_limit_rejects_the_106th_identical_request() {
             serve_short(&mut h, conn, "ok");
             assert!(h.outcome(id).is_ok());
         } else {
-            assert_eq!(h.outcome(id), Err(Error::Rejected(ErrorLimit::Frequency)));
+            assert_eq!(h.outcome(id), Err(Error::Rejected(LimitKind::Frequency)));
         }
         h.advance(ms(10));
     }
@@ -941,7 +931,7 @@ fn flow_limit_rejects_on_mobile() {
     let a = h.submit(short_task(&big).limit_frequency(false));
     let b = h.submit(short_task(&big).limit_frequency(false));
     assert!(h.finished(a).is_empty());
-    assert_eq!(h.outcome(b), Err(Error::Rejected(ErrorLimit::Flow)));
+    assert_eq!(h.outcome(b), Err(Error::Rejected(LimitKind::Flow)));
     // Not limited when the task opts out.
     let c = h.submit(short_task(&big).limit_flow(false));
     assert!(h.finished(c).is_empty());
@@ -1154,8 +1144,9 @@ fn a_refused_certificate_ends_long_link_waiters_at_once() {
     let (h, waiter) = long_connect_fails(ConnectError::tls(TlsFailure::HandshakeTimeout), true);
     assert!(h.finished(waiter).is_empty());
 
-    // A refused connect may heal: the waiter keeps waiting.
-    let (h, waiter) = long_connect_fails(ConnectError::Refused, false);
+    // A reset during the connect may be the network's: the waiter keeps
+    // waiting (a refusal ends it under stn: `refusal.rs`).
+    let (h, waiter) = long_connect_fails(ConnectError::Reset, false);
     assert!(h.finished(waiter).is_empty());
 }
 
@@ -1206,8 +1197,9 @@ fn stn_zombie_replays_on_the_next_success_or_after_one_idle_second() {
     assert!(h.outcome(other).is_ok());
     let c = connects(&h.log[before..]);
     assert_eq!(c.len(), 1, "victim replayed after the success");
-    // It fails again; with nothing else going on it is replayed 1 s later.
-    h.ev(c[0].0, ConnEvent::ConnectFailed(ConnectError::Refused));
+    // It fails again (a reset: a refusal would end it, `refusal.rs`); with
+    // nothing else going on it is replayed 1 s later.
+    h.ev(c[0].0, ConnEvent::ConnectFailed(ConnectError::Reset));
     assert!(h.finished(victim).is_empty());
     let a = h.advance(ms(999));
     assert!(connects(&a).is_empty());
@@ -1463,9 +1455,10 @@ fn stn_reuses_resolve_answers_until_they_fail() {
     h.advance(secs(5));
     let b = h.submit(short_task("b").retry_count(1));
     assert_eq!(resolves(&h), 1);
-    // The race fails (a refusal; stn then skips the address): the answer is dropped.
+    // The race fails (a reset; stn then skips the address; a refusal would
+    // end the task, `refusal.rs`): the answer is dropped.
     let (conn, _) = *connects(&h.log).last().unwrap_or_else(|| unreachable!());
-    h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Refused));
+    h.ev(conn, ConnEvent::ConnectFailed(ConnectError::Reset));
     assert_eq!(h.reports(b).len(), 1, "{:?}", h.log);
     h.advance(secs(1));
     assert_eq!(resolves(&h), 2, "asked again after the failure");
@@ -1995,7 +1988,7 @@ fn an_abandoned_attempt_is_reported_but_stays_open_and_can_win() {
         !closes(&a).contains(&probe),
         "abandoned attempt closed: {a:?}"
     );
-    assert!(h.e.conns.contains(probe));
+    assert!(h.e.out.owns(probe));
     assert!(connects(&h.log).len() > 3, "fresh attempts started");
     let stats = h.e.endpoint_history().endpoint(addr).expect("recorded");
     assert_eq!(stats.records & 1, 1, "the abandon is a failure of {addr}");
@@ -2019,7 +2012,7 @@ fn an_abandoned_attempt_is_reported_but_stays_open_and_can_win() {
     // threshold (2 x the winner's ~1.7 s + 100 ms) and is kept until then.
     let floor_conn = started[0].0;
     assert_eq!(h.e.open_connections(), 1);
-    assert!(h.e.conns.contains(floor_conn));
+    assert!(h.e.out.owns(floor_conn));
     // Still unanswered then: closed and a failure of its address.
     let a = h.advance(ms(2_000));
     assert!(closes(&a).contains(&floor_conn), "{a:?}");
@@ -2255,7 +2248,7 @@ fn first_loses_by_a_stagger(first_answers_at: Option<u64>) -> (H, ConnId, Socket
     // At the win the first has waited 170 ms, under the threshold: it is
     // neither judged nor closed.
     assert!(!closes(&h.log).contains(&first), "closed at the win");
-    assert!(h.e.conns.contains(first));
+    assert!(h.e.out.owns(first));
     assert!(h
         .e
         .endpoint_history()

@@ -2,7 +2,7 @@
 
 use bytes::Bytes;
 
-use crate::error::{Outcome, Response};
+use crate::error::{HttpReply, Outcome, Response};
 use crate::io::{ConnEvent, ConnId, IoAction};
 use crate::net::{IpAddr, SocketAddr};
 use crate::task::{Channel, TaskError, TaskId};
@@ -97,6 +97,12 @@ pub struct Report {
     pub hedges: u32,
     /// Why it failed; `None` for success.
     pub error: Option<Error>,
+    /// When one of the attempt's own timers ended it (first packet, packet
+    /// gap, read-write, long poll: [`Error::Timeout`]), that timer's value.
+    pub timeout: Option<Duration>,
+    /// A short-link reply with a status other than 200 ([`Error::Http`]):
+    /// its status, headers and body.
+    pub http_reply: Option<HttpReply>,
 }
 
 /// What the engine asks for, in order; drain with
@@ -259,6 +265,14 @@ pub enum SubmitError {
     /// The task can only use the long link and none is configured.
     #[error("the task needs the long link, and none is configured")]
     NoLongLink,
+    /// The task can only use the short link and none is configured: no
+    /// short-link port and no endpoint with a port of its own
+    /// ([`ShortLinkEndpoints::is_configured`](super::ShortLinkEndpoints::is_configured)).
+    #[error(
+        "the task needs the short link, and none is configured \
+         (no short-link port, and no endpoint with a port of its own)"
+    )]
+    NoShortLink,
     /// [`Config::max_queued_tasks`](super::Config::max_queued_tasks) tasks are held already.
     #[error("too many tasks queued")]
     QueueFull,

@@ -2,42 +2,57 @@
 //! failed tasks that wait for a sign of connectivity, their budget's end,
 //! or an idle restart.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
-use super::timer_set::TimerSet;
+use super::timer_set::TimeIndex;
 use crate::task::TaskId;
 use crate::time::{Duration, Instant};
 
-/// The parked tasks, by id, by parking time and by budget end.
+/// The parked tasks by parking time and by budget end. Each parked task
+/// keeps its own parking time ([`Stage::Parked`](super::stage::Stage::Parked))
+/// and budget end ([`Entry::budget_end`](super::stage::Entry::budget_end)),
+/// and says what they were when it leaves.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Zombies {
-    parked_at: BTreeMap<TaskId, Instant>,
     by_time: BTreeSet<(Instant, TaskId)>,
-    budgets: TimerSet<TaskId>,
+    budgets: TimeIndex<TaskId>,
 }
 
 impl Zombies {
+    /// Parks `id` at `now`, until `budget_end`.
     pub(super) fn park(&mut self, id: TaskId, now: Instant, budget_end: Option<Instant>) {
-        self.unpark(id);
-        self.parked_at.insert(id, now);
         self.by_time.insert((now, id));
-        self.budgets.set(id, budget_end);
+        self.budgets.update(id, None, budget_end);
     }
 
-    pub(super) fn unpark(&mut self, id: TaskId) {
-        if let Some(at) = self.parked_at.remove(&id) {
-            self.by_time.remove(&(at, id));
-            self.budgets.set(id, None);
-        }
+    /// Takes `id`, parked at `since` until `budget_end`, out.
+    pub(super) fn unpark(&mut self, id: TaskId, since: Instant, budget_end: Option<Instant>) {
+        self.by_time.remove(&(since, id));
+        self.budgets.update(id, budget_end, None);
+    }
+
+    /// Whether `id` is parked at `since` until `budget_end`.
+    #[cfg(any(test, fuzzing))]
+    pub(super) fn contains(&self, id: TaskId, since: Instant, budget_end: Option<Instant>) -> bool {
+        self.by_time.contains(&(since, id))
+            && budget_end.is_none_or(|at| self.budgets.contains(id, at))
+    }
+
+    /// Parked tasks, and those with a budget end.
+    #[cfg(any(test, fuzzing))]
+    pub(super) fn len(&self) -> (usize, usize) {
+        (self.by_time.len(), self.budgets.len())
     }
 
     pub(super) fn is_empty(&self) -> bool {
-        self.parked_at.is_empty()
+        self.by_time.is_empty()
     }
 
     /// Every parked task, in id order.
     pub(super) fn ids(&self) -> Vec<TaskId> {
-        self.parked_at.keys().copied().collect()
+        let mut ids: Vec<TaskId> = self.by_time.iter().map(|(_, id)| *id).collect();
+        ids.sort_unstable();
+        ids
     }
 
     /// Parked tasks whose budget has ended at `now`.

@@ -1,4 +1,4 @@
-//! The engine op-sequence target (issue #6): submits, cancels, connection
+//! The engine op-sequence target: submits, cancels, connection
 //! results, received bytes (valid, split anywhere, garbage), late events for
 //! closed or unknown connections, resolve answers, network / app-state
 //! changes and time advances, against a whole engine of every profile.

@@ -14,7 +14,11 @@ use std::collections::BTreeSet;
 use crate::error::TimeoutKind;
 use crate::short_link::ExchangeTimeouts;
 use crate::task::{TaskId, TaskTable};
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
+
+/// A task whose timer fired: the task, which timer, and that timer's value
+/// (`None` for the task's own deadline).
+pub(super) type Fired = (TaskId, TimeoutKind, Option<Duration>);
 
 /// A task awaiting its response.
 #[derive(Clone, Debug)]
@@ -55,23 +59,33 @@ impl Running {
     }
 
     /// Which timer has fired at `now`, if any (exactly when
-    /// `next_deadline(progress) <= now`). The task deadline wins, then
-    /// read-write (Mars: RW overrides), then first-packet or packet-gap.
-    fn expired(&self, now: Instant, progress: Option<Instant>) -> Option<TimeoutKind> {
+    /// `next_deadline(progress) <= now`), with its value. The task deadline
+    /// wins, then read-write (Mars: RW overrides), then first-packet or
+    /// packet-gap.
+    fn expired(
+        &self,
+        now: Instant,
+        progress: Option<Instant>,
+    ) -> Option<(TimeoutKind, Option<Duration>)> {
         let start = self.clock_start(progress);
+        let t = &self.timeouts;
         if self.deadline.is_some_and(|d| d <= now) {
-            return Some(TimeoutKind::Task);
+            return Some((TimeoutKind::Task, None));
         }
-        if now >= start + self.timeouts.read_write {
-            return Some(TimeoutKind::ReadWrite);
+        if now >= start + t.read_write {
+            return Some((TimeoutKind::ReadWrite, Some(t.read_write)));
         }
         match self.last_byte_at {
-            None => match self.timeouts.long_polling {
-                Some(lp) if now >= start + lp => Some(TimeoutKind::LongPolling),
-                None if now >= start + self.timeouts.first_packet => Some(TimeoutKind::FirstPacket),
+            None => match t.long_polling {
+                Some(lp) if now >= start + lp => Some((TimeoutKind::LongPolling, Some(lp))),
+                None if now >= start + t.first_packet => {
+                    Some((TimeoutKind::FirstPacket, Some(t.first_packet)))
+                }
                 _ => None,
             },
-            Some(last) if now >= last + self.timeouts.packet_gap => Some(TimeoutKind::PacketGap),
+            Some(last) if now >= last + t.packet_gap => {
+                Some((TimeoutKind::PacketGap, Some(t.packet_gap)))
+            }
             Some(_) => None,
         }
     }
@@ -144,7 +158,7 @@ impl InFlight {
     /// Every task whose timer has fired at `now`, in id order, with the
     /// timer that fired. Keys that came due for tasks that have not expired
     /// move to their real deadlines.
-    pub(super) fn expired(&mut self, now: Instant) -> Vec<(TaskId, TimeoutKind)> {
+    pub(super) fn expired(&mut self, now: Instant) -> Vec<Fired> {
         let due: Vec<(Instant, TaskId)> = self
             .timers
             .iter()
@@ -157,7 +171,7 @@ impl InFlight {
                 continue;
             };
             match run.expired(now, self.progress) {
-                Some(kind) => out.push((id, kind)),
+                Some((kind, value)) => out.push((id, kind, value)),
                 None => {
                     self.timers.remove(&(key, id));
                     *slot = run.next_deadline(self.progress);
@@ -165,7 +179,7 @@ impl InFlight {
                 }
             }
         }
-        out.sort_unstable_by_key(|(id, _)| *id);
+        out.sort_unstable_by_key(|(id, ..)| *id);
         out
     }
 

@@ -4,19 +4,13 @@ use bytes::Bytes;
 
 use super::*;
 use crate::codec::longlink::{encode_to_bytes, NOOP_CMD_ID, NOOP_SEQ};
+use crate::profile::Profile;
+use crate::test_util::{ms, secs};
 
 const VERSION: u32 = 0x10;
 
 fn addr(i: u8) -> SocketAddr {
     SocketAddr::from(([10, 0, 0, i], 8080))
-}
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
-
-fn secs(n: u64) -> Duration {
-    Duration::from_secs(n)
 }
 
 fn frame(cmd_id: u32, seq: u32, body: &[u8]) -> Bytes {
@@ -151,10 +145,24 @@ fn send_of(conn: ConnId, data: Bytes) -> LongLinkEvent {
     LongLinkEvent::Io(IoAction::Send { conn, data })
 }
 
+/// Task `task` failed with `error`; a per-task timer's value is that of
+/// [`timeouts`], which every task here is sent with unless it says otherwise.
 fn failed(task: u32, error: Error) -> LongLinkEvent {
+    let t = timeouts();
+    let timeout = match error {
+        Error::Timeout(TimeoutKind::FirstPacket) => Some(t.first_packet),
+        Error::Timeout(TimeoutKind::ReadWrite) => Some(t.read_write),
+        Error::Timeout(TimeoutKind::PacketGap) => Some(t.packet_gap),
+        _ => None,
+    };
+    failed_after(task, error, timeout)
+}
+
+fn failed_after(task: u32, error: Error, timeout: Option<Duration>) -> LongLinkEvent {
     LongLinkEvent::TaskFailed {
         task: TaskId::new(task),
         error,
+        timeout,
     }
 }
 
@@ -240,7 +248,8 @@ fn noop_after_a_long_sleep_waits_less() {
     assert_eq!(
         ev.last(),
         Some(&LongLinkEvent::Disconnected {
-            error: Some(Error::Timeout(TimeoutKind::Heartbeat))
+            error: Some(Error::Timeout(TimeoutKind::Heartbeat)),
+            deterministic: false
         })
     );
 }
@@ -335,7 +344,8 @@ fn identify_timeout_is_a_heartbeat_timeout() {
     assert_eq!(
         ev.last(),
         Some(&LongLinkEvent::Disconnected {
-            error: Some(Error::Timeout(TimeoutKind::Heartbeat))
+            error: Some(Error::Timeout(TimeoutKind::Heartbeat)),
+            deterministic: false
         })
     );
 }
@@ -443,7 +453,10 @@ fn garbage_fails_every_running_task_once_with_a_protocol_error() {
             }),
             failed(1, err.clone()),
             failed(3, err.clone()),
-            LongLinkEvent::Disconnected { error: Some(err) },
+            LongLinkEvent::Disconnected {
+                error: Some(err),
+                deterministic: false
+            },
         ]
     );
     assert_eq!(h.link.state(), LinkState::Disconnected);
@@ -461,7 +474,8 @@ fn wrong_client_version_is_a_protocol_error() {
     assert_eq!(
         ev.last(),
         Some(&LongLinkEvent::Disconnected {
-            error: Some(Error::Protocol(ProtocolError::VersionMismatch))
+            error: Some(Error::Protocol(ProtocolError::VersionMismatch)),
+            deterministic: false
         })
     );
 }
@@ -486,7 +500,10 @@ fn oversize_length_is_rejected_at_the_header() {
     assert!(ev.contains(&failed(1, err.clone())));
     assert_eq!(
         ev.last(),
-        Some(&LongLinkEvent::Disconnected { error: Some(err) })
+        Some(&LongLinkEvent::Disconnected {
+            error: Some(err),
+            deterministic: false
+        })
     );
     assert_eq!(h.link.decoder_buffered_len(), 0);
 }
@@ -531,7 +548,10 @@ fn first_packet_timeout_fails_the_batch_and_the_monitor_reconnects() {
             }),
             failed(1, err.clone()),
             failed(2, interrupted()),
-            LongLinkEvent::Disconnected { error: Some(err) },
+            LongLinkEvent::Disconnected {
+                error: Some(err),
+                deterministic: false
+            },
         ]
     );
     // Mars, foreground < 1 min: auto reconnect 15 s after the last attempt started.
@@ -610,7 +630,11 @@ fn long_polling_replaces_the_first_packet_timeout() {
     // The heartbeat keeps going meanwhile; no first-packet failure at 5 s.
     assert!(h.at(sent + secs(5)).is_empty());
     let ev = h.at(sent + secs(15));
-    assert!(ev.contains(&failed(1, Error::Timeout(TimeoutKind::LongPolling))));
+    assert!(ev.contains(&failed_after(
+        1,
+        Error::Timeout(TimeoutKind::LongPolling),
+        Some(secs(15))
+    )));
 }
 
 #[test]
@@ -666,7 +690,10 @@ fn heartbeat_timeout_disconnects() {
                 error: Some(err.clone()),
             }),
             failed(1, err.clone()),
-            LongLinkEvent::Disconnected { error: Some(err) },
+            LongLinkEvent::Disconnected {
+                error: Some(err),
+                deterministic: false
+            },
         ]
     );
 }
@@ -695,7 +722,10 @@ fn remote_close_fails_tasks_with_a_socket_error() {
                 }),
                 failed(1, err.clone()),
                 failed(2, err.clone()),
-                LongLinkEvent::Disconnected { error: Some(err) },
+                LongLinkEvent::Disconnected {
+                    error: Some(err),
+                    deterministic: false
+                },
             ]
         );
         assert_eq!(
@@ -724,7 +754,10 @@ fn network_change_reconnects_at_once() {
         vec![
             LongLinkEvent::Io(IoAction::Close { conn }),
             failed(1, interrupted()),
-            LongLinkEvent::Disconnected { error: None },
+            LongLinkEvent::Disconnected {
+                error: None,
+                deterministic: false
+            },
             LongLinkEvent::WantConnect,
         ]
     );
@@ -739,7 +772,10 @@ fn network_change_reconnects_at_once() {
         h.drain(),
         vec![
             LongLinkEvent::Io(IoAction::Close { conn: c2 }),
-            LongLinkEvent::Disconnected { error: None },
+            LongLinkEvent::Disconnected {
+                error: None,
+                deterministic: false
+            },
             LongLinkEvent::WantConnect,
         ]
     );
@@ -892,7 +928,10 @@ fn failed_connect_reports_and_schedules_a_retry() {
                 connect_time: None,
                 error: Some(err.clone()),
             }),
-            LongLinkEvent::Disconnected { error: Some(err) },
+            LongLinkEvent::Disconnected {
+                error: Some(err),
+                deterministic: true
+            },
         ]
     );
     // Empty candidate list: fails at once with a DNS error.
@@ -902,7 +941,8 @@ fn failed_connect_reports_and_schedules_a_retry() {
     assert_eq!(
         h.drain(),
         vec![LongLinkEvent::Disconnected {
-            error: Some(Error::Dns(DnsError::NoCandidates))
+            error: Some(Error::Dns(DnsError::NoCandidates)),
+            deterministic: false
         }]
     );
     assert!(h.link.poll_timeout().is_some());
@@ -919,7 +959,10 @@ fn shutdown_closes_everything_and_stays_down() {
         vec![
             LongLinkEvent::Io(IoAction::Close { conn }),
             failed(1, Error::Shutdown),
-            LongLinkEvent::Disconnected { error: None },
+            LongLinkEvent::Disconnected {
+                error: None,
+                deterministic: false
+            },
         ]
     );
     assert_eq!(h.link.state(), LinkState::Shutdown);
@@ -1113,7 +1156,6 @@ mod model {
         }
 
         pub(super) fn step(&mut self, op: &Op) -> Result<(), TestCaseError> {
-            let mut sent_only = None;
             let mut fired_at = None;
             match op.clone() {
                 Op::Connect(n) => {
@@ -1204,11 +1246,12 @@ mod model {
                     );
                     if r.is_ok() {
                         self.cancelled.remove(&task);
-                        if send_only {
-                            sent_only = Some(task);
-                        } else {
-                            prop_assert!(self.pending.insert(task), "accepted a duplicate");
-                        }
+                        // A send-only task ends with `TaskSent` once written
+                        // (at once, or after the noop a held task waits for).
+                        prop_assert!(
+                            self.pending.insert(task) || send_only,
+                            "accepted a duplicate"
+                        );
                     } else {
                         prop_assert!(
                             !self.link.is_connected()
@@ -1260,7 +1303,7 @@ mod model {
                 Op::Foreground(fg) => self.link.set_foreground(self.now, fg),
                 Op::TaskNeedsLink => self.link.task_needs_link(self.now),
             }
-            let events = self.drain_and_check(sent_only)?;
+            let events = self.drain_and_check()?;
             if let Some(t) = fired_at {
                 let next = self.link.poll_timeout();
                 prop_assert!(
@@ -1296,16 +1339,12 @@ mod model {
             }
         }
 
-        fn drain_and_check(
-            &mut self,
-            sent_only: Option<TaskId>,
-        ) -> Result<Vec<LongLinkEvent>, TestCaseError> {
+        fn drain_and_check(&mut self) -> Result<Vec<LongLinkEvent>, TestCaseError> {
             let mut events: Vec<_> = std::iter::from_fn(|| self.link.poll_event()).collect();
             if self.auto_never && events.contains(&LongLinkEvent::AskIdentify) {
                 self.link.identify_answer(self.now, IdentifyDecision::Never);
                 events.extend(std::iter::from_fn(|| self.link.poll_event()));
             }
-            let mut saw_sent = false;
             for ev in &events {
                 self.trace.push((self.now, ev.clone()));
                 match ev {
@@ -1330,20 +1369,16 @@ mod model {
                         }
                     }
                     LongLinkEvent::TaskResponse { task, .. }
+                    | LongLinkEvent::TaskSent { task }
                     | LongLinkEvent::TaskFailed { task, .. } => {
                         prop_assert!(
                             self.pending.remove(task),
                             "terminal event for {task} which is not pending: {ev:?}"
                         );
                     }
-                    LongLinkEvent::TaskSent { task } => {
-                        prop_assert_eq!(Some(*task), sent_only);
-                        saw_sent = true;
-                    }
                     _ => {}
                 }
             }
-            prop_assert_eq!(saw_sent, sent_only.is_some());
             // The link runs exactly the pending tasks.
             prop_assert_eq!(self.link.in_flight(), self.pending.len());
             for t in &self.pending {
@@ -1371,7 +1406,7 @@ mod model {
         /// Shuts down and checks every conn ever opened has ended.
         pub(super) fn finish(&mut self) -> Result<(), TestCaseError> {
             self.link.disconnect(self.now, DisconnectReason::Shutdown);
-            self.drain_and_check(None)?;
+            self.drain_and_check()?;
             prop_assert!(self.pending.is_empty());
             for (c, s) in &self.conns {
                 prop_assert_eq!(*s, ConnState::Ended, "{} left open", c);
@@ -1569,7 +1604,10 @@ fn mars_times_a_pipelined_task_from_its_write() {
         [
             failed(2, err.clone()),
             failed(3, err.clone()),
-            LongLinkEvent::Disconnected { error: Some(err) },
+            LongLinkEvent::Disconnected {
+                error: Some(err),
+                deterministic: false
+            },
         ]
     );
 }
@@ -1597,7 +1635,135 @@ fn stn_still_times_out_a_link_that_stops_answering() {
         endings(&ev),
         vec![
             failed(2, err.clone()),
-            LongLinkEvent::Disconnected { error: Some(err) }
+            LongLinkEvent::Disconnected {
+                error: Some(err),
+                deterministic: false
+            }
         ]
     );
+}
+
+/// A link of `profile` connected at `h.now`, then sent to the background.
+fn background(profile: Profile) -> (H, ConnId) {
+    let mut h = H::new(config(profile));
+    let (conn, _) = h.connected();
+    h.link.set_foreground(h.now, false);
+    assert!(h.drain().is_empty());
+    (h, conn)
+}
+
+#[test]
+fn stn_holds_a_task_for_a_noop_on_a_link_idle_beyond_the_proof() {
+    let (mut h, conn) = background(Profile::Stn);
+    // Nothing proven on this network: 100 s of idle may have cost the
+    // path's binding. The noop goes first, the task on its answer.
+    h.advance(secs(100));
+    assert_eq!(h.send(1, b"q"), vec![send_of(conn, noop_bytes())]);
+    assert!(h.link.is_running(TaskId::new(1)));
+    assert_eq!(h.link.in_flight(), 1);
+    assert_eq!(
+        h.recv(conn, noop_bytes()),
+        vec![send_of(conn, frame(7, 1, b"q"))]
+    );
+    let ev = h.recv(conn, frame(7, 1, b"a"));
+    assert!(
+        matches!(ev.as_slice(), [LongLinkEvent::TaskResponse { .. }]),
+        "{ev:?}"
+    );
+    // 100 s are proven now: a task after 90 s of idle goes at once.
+    h.advance(secs(90));
+    assert_eq!(h.send(2, b"r"), vec![send_of(conn, frame(7, 2, b"r"))]);
+}
+
+#[test]
+fn stn_a_lost_probe_interrupts_the_held_task_and_reconnects_at_once() {
+    let (mut h, conn) = background(Profile::Stn);
+    h.advance(secs(100));
+    assert_eq!(h.send(1, b"q"), vec![send_of(conn, noop_bytes())]);
+    let ev = h.advance(secs(8));
+    assert_eq!(
+        ev,
+        vec![
+            LongLinkEvent::Io(IoAction::Close { conn }),
+            failed(1, interrupted()),
+            LongLinkEvent::Disconnected {
+                error: Some(Error::Timeout(TimeoutKind::Heartbeat)),
+                deterministic: false
+            },
+            LongLinkEvent::WantConnect,
+        ],
+        "no endpoint failure for the path's idle limit, and no wait"
+    );
+}
+
+#[test]
+fn mars_writes_a_task_at_once_whatever_the_idle_time() {
+    let (mut h, conn) = background(Profile::Mars);
+    h.advance(secs(200));
+    assert_eq!(h.send(1, b"q"), vec![send_of(conn, frame(7, 1, b"q"))]);
+}
+
+#[test]
+fn stn_arms_the_next_probe_at_the_answer_mars_at_the_next_slot() {
+    // stn probes a step above the minimum, and the next step follows the
+    // answer; Mars keeps the minimum (the next interval was asked for
+    // before the answer came).
+    for (profile, first, next) in [
+        (Profile::Stn, 270_000, 337_500),
+        (Profile::Mars, 210_000, 210_000),
+    ] {
+        let (mut h, conn) = background(profile);
+        let connected_at = h.now;
+        assert_eq!(h.link.poll_timeout(), Some(connected_at + ms(first)));
+        assert_eq!(h.advance(ms(first)), vec![send_of(conn, noop_bytes())]);
+        h.advance(ms(100));
+        assert!(h.recv(conn, noop_bytes()).is_empty());
+        assert_eq!(
+            h.link.poll_timeout(),
+            Some(connected_at + ms(first + next)),
+            "{profile:?}"
+        );
+    }
+}
+
+#[test]
+fn stn_the_foreground_rearms_a_long_probe_at_once() {
+    let (mut h, conn) = background(Profile::Stn);
+    let t0 = h.now;
+    h.advance(secs(270));
+    h.recv(conn, noop_bytes());
+    assert_eq!(h.link.poll_timeout(), Some(t0 + ms(607_500)));
+    // Back in the foreground 250 s after the last heartbeat: the 337.5 s
+    // probe is not kept; 210 s have passed, so the noop goes now.
+    h.advance(secs(250));
+    h.link.set_foreground(h.now, true);
+    assert_eq!(h.drain(), vec![send_of(conn, noop_bytes())]);
+}
+
+#[test]
+fn stn_learns_a_servers_idle_close_as_the_paths_limit() {
+    let (mut h, conn) = background(Profile::Stn);
+    h.advance(secs(250));
+    // The server closes links idle for 250 s, before the 270 s probe.
+    let ev = h.event(conn, ConnEvent::Closed(CloseReason::Eof));
+    assert_eq!(
+        ev,
+        vec![
+            LongLinkEvent::Disconnected {
+                error: Some(Error::Socket(SocketError::ClosedByPeer)),
+                deterministic: false
+            },
+            LongLinkEvent::WantConnect,
+        ],
+        "no endpoint failure, reconnect at once"
+    );
+    // Mars reports the endpoint and waits for its schedule.
+    let (mut m, conn) = background(Profile::Mars);
+    m.advance(secs(250));
+    let ev = m.event(conn, ConnEvent::Closed(CloseReason::Eof));
+    assert!(
+        matches!(ev.first(), Some(LongLinkEvent::Endpoint(_))),
+        "{ev:?}"
+    );
+    assert!(!ev.contains(&LongLinkEvent::WantConnect));
 }

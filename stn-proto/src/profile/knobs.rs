@@ -20,6 +20,7 @@ use crate::monitor::ReconnectBackoff;
 use crate::net::NetworkKind;
 use crate::profile::Profile;
 use crate::race::{AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor};
+use crate::smart_heartbeat::{MarsSmartConfig, SearchConfig, SmartHeartbeatConfig};
 use crate::time::Duration;
 use crate::timeout::{AdaptiveConfig, DynamicTimeoutConfig, NetworkTimeouts};
 
@@ -175,6 +176,17 @@ knobs! {
         /// two TCP retransmissions at the usual 1 s minimum RTO. The engine
         /// does not use it (`engine.long_link_rtt_scaled_noop`).
         rtt_scaled: Option<RttScaledTimeout> = [None, None, Some(RttScaledTimeout { multiplier: 6, min: s(3), max: s(8) })], "none";
+        /// How the interval is learned per network (docs/heartbeat.md).
+        /// mars-2017's smart heartbeat was another algorithm (4.5 min
+        /// minimum, 3 successes and 3 failures per step) that is not
+        /// modelled: the 2017 benchmark ran in the foreground, at the
+        /// minimum. Mars builds it on Android only (a simulated iOS client
+        /// of the Mars profile uses `Fixed`). stn searches instead: one
+        /// answer proves an idle time, steps of 60 s or a quarter of the
+        /// proof to the first loss, then 20 s steps (at most two lost
+        /// probes), no task written on a link idle beyond the proof, and
+        /// down to 1 min where 3.5 min is too long.
+        smart: SmartHeartbeatConfig = [SmartHeartbeatConfig::Fixed, SmartHeartbeatConfig::Mars(MarsSmartConfig::MARS), SmartHeartbeatConfig::Search(SearchConfig::STN)], "SmartHeartbeat (Android only)";
     }
 
     /// App activity columns (`monitor::ActivityConfig`, Mars `ActiveLogic`):
@@ -248,6 +260,10 @@ knobs! {
         /// stn forgets one failure per 30 failure-free minutes.
         decay_interval: Option<Duration> = [None, None, Some(min(30))], "none";
         interleave_v6_v4: bool = [false, true, true], "IPv6-first interleave (HEAD)";
+        /// stn orders families as RFC 8305 §4: the family whose best
+        /// endpoint failed less goes first (IPv6 on a tie), so a broken
+        /// IPv6 costs one stagger once, not on every connect.
+        first_family_by_history: bool = [false, false, true], "none (IPv6 always first)";
         avoid_adjacent_duplicates: bool = [false, true, true], "adjacent duplicates spread (HEAD)";
         /// Reloaded history orders but never bans under stn: it may be a day
         /// old.
@@ -378,6 +394,15 @@ knobs! {
         /// The same request gets the same answer: a 4xx other than 408 and
         /// 429 ends the task instead of being retried.
         http_retry: HttpRetry = [HttpRetry::EveryStatus, HttpRetry::EveryStatus, HttpRetry::NotClientErrors], "__SingleRespHandle: every non-200 is a network failure";
+        /// A connect whose every candidate refused or failed TLS permanently
+        /// meets the same answers if made again at once: the tasks that can
+        /// only use that link end with that error (its address and cause)
+        /// within the one connect round, instead of retrying, parking or
+        /// waiting for the long link until their deadline. Mars retries a
+        /// short-link refusal, and a failed long-link connect reaches only
+        /// the tasks already sent (`__BatchErrorRespHandle`, running tasks
+        /// only): the queued ones wait for their task timeout.
+        connect_refusal_ends_task: bool = [false, false, true], "__BatchErrorRespHandle (running tasks only)";
         /// The change is not the task's fault: running attempts are redone
         /// without using a retry.
         free_retry_on_network_change: bool = [false, false, true], "RedoTasks consumes a retry";

@@ -1,13 +1,16 @@
 //! Configuration profiles.
 //!
 //! Every machine's configuration has a constructor per profile
-//! (`XConfig::for_profile(Profile::Mars2017)` …), so the engine can assemble a
-//! whole configuration from one choice. Each of them takes its values from
-//! [`knobs`], the one place where every profile-dependent constant is defined
-//! for all three profiles side by side, with the Mars constant it follows and
-//! why stn differs; `docs/profiles.md` is rendered from it (and a test checks
-//! that it still is).
+//! (`XConfig::for_profile(Profile::Mars2017)` …, all in `configs`), so the
+//! engine can assemble a whole configuration from one choice. Each of them
+//! takes its values from [`knobs`], the one place where every
+//! profile-dependent constant is defined for all three profiles side by
+//! side, with the Mars constant it follows and why stn differs;
+//! `docs/profiles.md` is rendered from it (and a test checks that it still
+//! is). The table sits above the machines: it imports their configuration
+//! types, and they import nothing from here but [`Profile`] itself.
 
+mod configs;
 pub(crate) mod knobs;
 #[cfg(test)]
 mod render;

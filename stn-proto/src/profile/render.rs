@@ -10,6 +10,7 @@ use crate::heartbeat::RttScaledTimeout;
 use crate::monitor::ReconnectBackoff;
 use crate::net::NetworkKind;
 use crate::race::{AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor};
+use crate::smart_heartbeat::SmartHeartbeatConfig;
 use crate::time::Duration;
 use crate::timeout::{AdaptiveConfig, DynamicTimeoutConfig, NetworkTimeouts};
 
@@ -141,6 +142,33 @@ impl Render for AbandonPolicy {
 impl Render for ProbeFloor {
     fn render(&self) -> String {
         format!("every {}, {} open", self.stagger.render(), self.max_open)
+    }
+}
+
+impl Render for SmartHeartbeatConfig {
+    fn render(&self) -> String {
+        match self {
+            SmartHeartbeatConfig::Fixed => "fixed `interval`".into(),
+            SmartHeartbeatConfig::Mars(m) => format!(
+                "Mars: {}–{}, +{} after {} answers, −{} after {} losses, {} first per connection",
+                m.min.render(),
+                m.max.saturating_sub(m.success_step).render(),
+                m.heart_step.render(),
+                m.base_success_count,
+                (m.heart_step + m.success_step).render(),
+                m.max_fail_count,
+                m.stable_test_count,
+            ),
+            SmartHeartbeatConfig::Search(c) => format!(
+                "search: first {}, {}–{}, steps max({}, ¼ of the proof) then {}, margin {}",
+                (c.initial + c.coarse_step).render(),
+                c.floor.render(),
+                c.ceiling.render(),
+                c.coarse_step.render(),
+                c.fine_step.render(),
+                c.margin.render(),
+            ),
+        }
     }
 }
 

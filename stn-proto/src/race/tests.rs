@@ -1,5 +1,6 @@
 use super::*;
 use crate::net::IpAddr;
+use crate::profile::Profile;
 use crate::rng::Rng;
 use std::collections::BTreeMap;
 
@@ -1641,10 +1642,9 @@ mod model {
     }
 }
 
-/// Fuzz finding (race_ops): input for an attempt the race does not know,
-/// given after a stagger deadline passed unserviced, used to leave
-/// `poll_timeout` in the past. It must service the timers like
-/// `handle_timeout` would.
+/// A fuzz finding (race_ops): input for an attempt the race does not know,
+/// given after a stagger deadline passed unserviced, must still service the
+/// timers like `handle_timeout` would, or `poll_timeout` is left in the past.
 #[test]
 fn ignored_input_still_services_due_timers() {
     for late_connect in [false, true] {

@@ -1,15 +1,13 @@
 use super::*;
 use crate::error::LocalError;
 use crate::net::IpAddr;
+use crate::profile::Profile;
 use crate::race::LoserReports;
+use crate::test_util::ms;
 
 use ExchangeAction as A;
 
 const T0: Instant = Instant::from_secs(1000);
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
 
 fn at(n: u64) -> Instant {
     T0 + ms(n)
@@ -409,6 +407,8 @@ fn first_packet_timeout() {
     assert_eq!(r.outcome, Err(e));
     assert_eq!(r.first_packet_after, None);
     assert_eq!(r.endpoint, Some(addr(1)));
+    // The result names the timer's value, for the app's error message.
+    assert_eq!(r.timeout, Some(ms(12_000)));
     assert_done(&mut h);
 }
 
@@ -504,7 +504,14 @@ fn http_500_is_an_http_error_counted_against_the_endpoint() {
         b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 3\r\n\r\nerr",
     );
     assert_eq!(acts[..2], [close(1), winner_report(1, 20, Some(e.clone()))]);
-    assert_eq!(finished(&acts).outcome, Err(e));
+    let r = finished(&acts);
+    assert_eq!(r.outcome, Err(e));
+    // What the server said is kept: status, headers and body.
+    let reply = r.http_reply.as_ref().expect("the 500's reply");
+    assert_eq!(reply.status, 500);
+    assert_eq!(reply.headers.get("content-length"), Some("3"));
+    assert_eq!(reply.body, Bytes::from_static(b"err"));
+    assert_eq!(r.timeout, None);
     assert_done(&mut h);
 }
 
@@ -586,7 +593,7 @@ fn oversize_content_length_fails_at_the_head() {
     assert_eq!(finished(&acts).outcome, Err(e));
     // The body that follows is ignored, not buffered.
     assert_eq!(h.recv(60, 1, &[0u8; 4096]), vec![]);
-    assert!(h.ex.parser.is_none());
+    assert!(h.ex.is_finished());
 }
 
 #[test]
@@ -723,9 +730,7 @@ fn invalid_request_fails_before_connecting() {
     assert_eq!(
         finished(&acts).outcome,
         Err(Error::Local(LocalError::InvalidTask(
-            TaskError::InvalidCgi {
-                cgi: "no-slash".into()
-            }
+            TaskError::InvalidRequest(crate::codec::http::RequestError::BadCgi("no-slash".into()))
         )))
     );
     let mut req = request(&[1]);
@@ -734,7 +739,7 @@ fn invalid_request_fails_before_connecting() {
     assert!(matches!(
         finished(&h.drain()).outcome,
         Err(Error::Local(LocalError::InvalidTask(
-            TaskError::InvalidHeader { .. }
+            TaskError::InvalidRequest(crate::codec::http::RequestError::BadHeaderName(_))
         )))
     ));
 }

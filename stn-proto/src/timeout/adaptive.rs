@@ -6,6 +6,7 @@ use super::{
     read_write_timeout, transfer_time, AttemptInput, AttemptOutcome, AttemptSample, DynState,
     DynamicTimeout, RttConfig, RttEstimator, ThroughputEstimator, TimeoutConfig,
 };
+use crate::error::TimeoutKind;
 use crate::net::NetworkKind;
 use crate::time::{Duration, Instant, MonotonicClock};
 
@@ -67,17 +68,6 @@ impl Default for AdaptiveConfig {
     fn default() -> Self {
         Self::STN
     }
-}
-
-/// Which per-attempt timer fired.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub(crate) enum TimeoutKind {
-    /// No byte of the response before the first-packet deadline (Mars −500).
-    FirstPacket,
-    /// The whole exchange took too long (Mars −502).
-    ReadWrite,
-    /// Too long between two received packets (Mars −501).
-    PacketGap,
 }
 
 #[cfg(test)]
@@ -198,10 +188,10 @@ impl AdaptiveTimeouts {
         self.throughput.sample(bytes, dur);
     }
 
-    /// An attempt timed out: escalates stn's timeouts and records a failure
-    /// in the dynamic timeout.
-    pub(crate) fn on_timeout(&mut self, now: Instant, kind: TimeoutKind) {
-        let _ = kind; // every kind escalates alike; the kind is for callers' logs
+    /// An attempt's own timer fired (first-packet, long-poll, packet-gap
+    /// or read-write; every one escalates alike): escalates stn's timeouts
+    /// and records a failure in the dynamic timeout.
+    pub(crate) fn on_timeout(&mut self, now: Instant, _kind: TimeoutKind) {
         let now = self.clock.observe(now);
         self.consecutive_timeouts = self.consecutive_timeouts.saturating_add(1);
         self.dynamic.record(now, self.net, AttemptOutcome::Failed);
@@ -319,14 +309,11 @@ impl AdaptiveTimeouts {
 mod tests {
     use super::*;
     use crate::profile::Profile;
+    use crate::test_util::ms;
     use proptest::prelude::*;
 
     const W: NetworkKind = NetworkKind::Wifi;
     const M: NetworkKind = NetworkKind::Mobile;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
 
     fn machine(p: Profile, net: NetworkKind) -> AdaptiveTimeouts {
         AdaptiveTimeouts::new(TimeoutConfig::for_profile(p), net)

@@ -188,11 +188,8 @@ pub(crate) fn backoff(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_util::ms;
     use quickcheck::quickcheck;
-
-    fn ms(n: u64) -> Duration {
-        Duration::from_millis(n)
-    }
 
     #[test]
     fn first_sample_sets_srtt_and_half_variance() {

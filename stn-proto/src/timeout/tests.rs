@@ -1,14 +1,12 @@
 //! Script tests pinning Mars's formulas, and properties of the pure functions.
 
 use super::*;
+use crate::profile::Profile;
+use crate::test_util::ms;
 use proptest::prelude::*;
 
 const W: NetworkKind = NetworkKind::Wifi;
 const M: NetworkKind = NetworkKind::Mobile;
-
-fn ms(n: u64) -> Duration {
-    Duration::from_millis(n)
-}
 
 fn mars() -> TimeoutConfig {
     TimeoutConfig::for_profile(Profile::Mars)

@@ -1,12 +1,14 @@
-//! The matrix gate (issue 11 point 2), evaluated on records.
+//! The gate per cell, evaluated on records, for the suites made of cells
+//! ([`crate::bench::Suite::cells`]: the matrix, tls, tls_idempotent).
 //!
-//! Per cell of [`crate::bench::matrix`], over its seeds: stn's mean time
+//! Per cell ([`crate::bench::cell::Cell`]), over its seeds: stn's mean time
 //! must be at most the best other client's (mars-2017, mars, the peers as
 //! benchmarked and as recommended, on the same TCP) plus a tolerance of the
 //! larger of 2 % and one RTT per call; at retry 0, stn's failed calls per
 //! 100 successes must be at most the best other's + 1. The time is a
-//! design cell's total (first call's start to last call's end) and a sweep
-//! cell's completion (a failed call counts as the whole 300 s window).
+//! cell's total with sequential calls (first call's start to last call's
+//! end) and a single-call cell's completion (a failed call counts as the
+//! whole 300 s window).
 //!
 //! Every miss carries its evidence: the figures of the runs that show where
 //! stn's time went against the best other client (failures, connects per
@@ -16,8 +18,9 @@
 
 use std::fmt::Write as _;
 
-use crate::bench::matrix::{cells, Cell};
+use crate::bench::cell::Cell;
 use crate::bench::record::{GateMiss, RunRecord};
+use crate::report::cost::{figure, Cost};
 
 /// The traced cause of each missed cell, `platform scenario | cause` per
 /// line (`stn-sim/miss-reasons.txt`, the one place these causes live).
@@ -51,6 +54,18 @@ pub const FAIL_ALLOWANCE_PER_100: f64 = 1.0;
 /// The smallest relative tolerance on time.
 pub const MIN_TOLERANCE: f64 = 0.02;
 
+/// The cost criterion on wasted server handshakes: stn's per success at
+/// most mars's plus this.
+pub const WASTED_ALLOWANCE: f64 = 0.05;
+
+/// The cost criterion on SYNs reaching the server: stn's per success at
+/// most this many times mars's.
+pub const SERVER_SYN_RATIO: f64 = 1.25;
+
+/// The cost criterion over a whole suite: stn's connects per success at
+/// most this many times mars's.
+pub const CONNECT_RATIO: f64 = 1.25;
+
 /// A sweep call that failed counts as this many seconds (the run window).
 const FAILED_SINGLE_S: f64 = 300.0;
 
@@ -69,6 +84,8 @@ pub struct ClientFigures {
     pub p95_s: f64,
     /// Seeds seen.
     pub seeds: usize,
+    /// Wire and server cost, summed over the seeds.
+    pub cost: Cost,
 }
 
 /// The verdict on one cell.
@@ -84,6 +101,9 @@ pub struct CellVerdict {
     pub stn: ClientFigures,
     /// The best other client's figures (lowest mean time).
     pub best: ClientFigures,
+    /// mars's figures (today's Mars, the cost criterion's reference), when
+    /// it ran in the cell.
+    pub mars: Option<ClientFigures>,
     /// The lowest failure rate among the other clients.
     pub best_fail_per_100: f64,
     /// The oracle's mean time, s.
@@ -109,6 +129,20 @@ impl CellVerdict {
     /// Whether the cell passes the gate.
     pub fn met(&self) -> bool {
         self.time_ok && self.fail_ok
+    }
+
+    /// The cost criteria against mars, per success; `None` when mars did
+    /// not run in the cell or a count is unknown. Reported beside the gate,
+    /// not part of [`CellVerdict::met`].
+    pub fn cost_check(&self) -> Option<CostCheck> {
+        let mars = self.mars.as_ref()?;
+        let (s, m) = (&self.stn.cost, &mars.cost);
+        Some(CostCheck {
+            stn_wasted: s.wasted_per_success()?,
+            mars_wasted: m.wasted_per_success()?,
+            stn_server_syns: s.server_syns_per_success()?,
+            mars_server_syns: m.server_syns_per_success()?,
+        })
     }
 
     /// The evidence line of a miss (empty for a pass): the runs' figures
@@ -149,6 +183,118 @@ impl CellVerdict {
     }
 }
 
+/// One cell's cost criteria: stn's wasted server handshakes per success at
+/// most mars's + [`WASTED_ALLOWANCE`], and its SYNs reaching the server per
+/// success at most [`SERVER_SYN_RATIO`] × mars's.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CostCheck {
+    /// stn's wasted server handshakes per success.
+    pub stn_wasted: f64,
+    /// mars's wasted server handshakes per success.
+    pub mars_wasted: f64,
+    /// stn's SYNs reaching the server per success.
+    pub stn_server_syns: f64,
+    /// mars's SYNs reaching the server per success.
+    pub mars_server_syns: f64,
+}
+
+impl CostCheck {
+    /// The wasted-handshake criterion holds.
+    pub fn wasted_ok(&self) -> bool {
+        self.stn_wasted <= self.mars_wasted + WASTED_ALLOWANCE
+    }
+
+    /// The server-SYN criterion holds.
+    pub fn server_syns_ok(&self) -> bool {
+        self.stn_server_syns <= SERVER_SYN_RATIO * self.mars_server_syns
+    }
+
+    /// Both criteria hold.
+    pub fn met(&self) -> bool {
+        self.wasted_ok() && self.server_syns_ok()
+    }
+
+    /// `ok`, or `miss:` and the criteria that failed with their figures.
+    pub fn text(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.wasted_ok() {
+            parts.push(format!(
+                "wasted {:.2} > {:.2} + {WASTED_ALLOWANCE}",
+                self.stn_wasted, self.mars_wasted
+            ));
+        }
+        if !self.server_syns_ok() {
+            parts.push(format!(
+                "SYNs at server {:.2} > {SERVER_SYN_RATIO} × {:.2}",
+                self.stn_server_syns, self.mars_server_syns
+            ));
+        }
+        if parts.is_empty() {
+            "ok".to_owned()
+        } else {
+            format!("miss: {}", parts.join("; "))
+        }
+    }
+}
+
+/// The whole-suite cost criterion: stn's connects per success over every
+/// run of `suite` in `records` against mars's ([`CONNECT_RATIO`]).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ConnectCheck {
+    /// stn's connects per success.
+    pub stn: f64,
+    /// mars's connects per success.
+    pub mars: f64,
+}
+
+impl ConnectCheck {
+    /// stn's and mars's connects per success over `suite`'s runs, when both
+    /// ran and report connects.
+    pub fn of(records: &[RunRecord], suite: &str) -> Option<ConnectCheck> {
+        let per = |client: &str| {
+            let mine: Vec<&RunRecord> = records
+                .iter()
+                .filter(|r| r.suite == suite && r.client == client)
+                .collect();
+            if mine.is_empty() {
+                return None;
+            }
+            Cost::of(mine).connects_per_success()
+        };
+        Some(ConnectCheck {
+            stn: per("stn")?,
+            mars: per("mars")?,
+        })
+    }
+
+    /// stn / mars.
+    pub fn ratio(&self) -> f64 {
+        if self.mars > 0.0 {
+            self.stn / self.mars
+        } else if self.stn > 0.0 {
+            f64::INFINITY
+        } else {
+            1.0
+        }
+    }
+
+    /// The criterion holds.
+    pub fn met(&self) -> bool {
+        self.ratio() <= CONNECT_RATIO
+    }
+
+    /// One line: both figures, the ratio and whether it holds.
+    pub fn text(&self) -> String {
+        format!(
+            "stn {:.2} vs mars {:.2} connects per success: {:.2}× (allowed {CONNECT_RATIO}×): {}",
+            self.stn,
+            self.mars,
+            self.ratio(),
+            if self.met() { "ok" } else { "miss" }
+        )
+    }
+}
+
 fn figures(client: &str, runs: &[&RunRecord], single: bool) -> ClientFigures {
     let n = runs.len().max(1) as f64;
     let time = |r: &RunRecord| {
@@ -173,6 +319,7 @@ fn figures(client: &str, runs: &[&RunRecord], single: bool) -> ClientFigures {
         connects_per_call: connects.map(|v| v.iter().sum::<f64>() / n),
         p95_s: runs.iter().map(|r| r.p95_s).sum::<f64>() / n,
         seeds: runs.len(),
+        cost: Cost::of(runs.iter().copied()),
     }
 }
 
@@ -235,25 +382,19 @@ pub fn verdict(cell: &Cell, records: &[&RunRecord]) -> Option<CellVerdict> {
         ratio,
         retry0,
         oracle_s: fig("oracle").map(|o| o.time_s),
+        mars: fig("mars"),
         stn,
         best,
         best_fail_per_100: best_fail,
     })
 }
 
-/// Every miss of the matrix and tls gates in `records`, with its evidence
-/// and traced cause (the `misses` of `report.json`).
+/// Every miss of the per-cell gates in `records`, with its evidence and
+/// traced cause (the `misses` of `report.json`), in report order.
 pub fn misses(records: &[RunRecord]) -> Vec<GateMiss> {
-    let matrix = verdicts(records).into_iter().map(|v| ("matrix", v));
-    let tls = crate::bench::tls_suite::verdicts(records)
+    crate::bench::suites::gate_verdicts(records)
         .into_iter()
-        .map(|v| ("tls", v));
-    let idempotent = crate::bench::tls_suite::idempotent_verdicts(records)
-        .into_iter()
-        .map(|v| ("tls_idempotent", v));
-    matrix
-        .chain(tls)
-        .chain(idempotent)
+        .flat_map(|(suite, verdicts)| verdicts.into_iter().map(move |v| (suite.name(), v)))
         .filter(|(_, v)| !v.met())
         .map(|(suite, v)| GateMiss {
             suite: suite.to_owned(),
@@ -266,25 +407,16 @@ pub fn misses(records: &[RunRecord]) -> Vec<GateMiss> {
         .collect()
 }
 
-/// The verdicts on every matrix cell that has records, in cell order.
-pub fn verdicts(records: &[RunRecord]) -> Vec<CellVerdict> {
-    verdicts_in(records, crate::bench::Suite::Matrix, &cells(false))
-}
-
-/// The verdicts on every cell of `cells` (cells of `suite`) that has
-/// records, in cell order.
-pub fn verdicts_in(
-    records: &[RunRecord],
-    suite: crate::bench::Suite,
-    cells: &[Cell],
-) -> Vec<CellVerdict> {
-    let matrix: Vec<&RunRecord> = records.iter().filter(|r| r.suite == suite.name()).collect();
-    if matrix.is_empty() {
+/// The verdicts on every cell of `cells` (cells of the suite named
+/// `suite`) that has records, in cell order.
+pub fn verdicts_in(records: &[RunRecord], suite: &str, cells: &[Cell]) -> Vec<CellVerdict> {
+    let mine: Vec<&RunRecord> = records.iter().filter(|r| r.suite == suite).collect();
+    if mine.is_empty() {
         return Vec::new();
     }
     let mut by_cell: std::collections::BTreeMap<(&str, &str), Vec<&RunRecord>> =
         std::collections::BTreeMap::new();
-    for r in matrix {
+    for r in mine {
         by_cell
             .entry((r.platform.as_str(), r.scenario.as_str()))
             .or_default()
@@ -340,7 +472,7 @@ pub fn untraced(known: &[String]) -> Vec<String> {
 /// evidence as a comment (the cause is the cell's line in [`REASONS`]).
 pub fn known_misses_file(verdicts: &[CellVerdict], command: &str) -> String {
     let mut out = format!(
-        "# Cells where stn misses the gate (matrix: issue 11; tls: issue 12), from `{command}`.\n\
+        "# Cells where stn misses the gate, from `{command}`.\n\
          # CI fails when a cell not listed here misses; remove a line when its cell passes.\n\
          # Each cell's traced cause is its line in stn-sim/miss-reasons.txt (the gate requires one).\n"
     );
@@ -357,8 +489,44 @@ pub fn known_misses_file(verdicts: &[CellVerdict], command: &str) -> String {
     out
 }
 
-/// A cell's table row from its platform on (`| tcp | cell | best other |
-/// stn s | best s | oracle s | stn / best | allowed | fail/100 | gate |`).
+/// The header of a table of [`verdict_row`]s, after the `lead` columns.
+pub fn verdict_header(lead: &[&str]) -> String {
+    let cols: Vec<&str> = lead
+        .iter()
+        .copied()
+        .chain([
+            "tcp",
+            "cell",
+            "best other",
+            "stn s",
+            "best s",
+            "oracle s",
+            "stn / best",
+            "allowed",
+            "fail/100 stn / best (retry 0)",
+            "gate",
+            "connects / success stn · mars · best",
+            "SYNs sent / success stn · mars · best",
+            "SYNs at server / success stn · mars · best",
+            "wasted server handshakes / success stn · mars · best",
+            "cost check (reported)",
+        ])
+        .collect();
+    format!("| {} |\n|{}\n", cols.join(" | "), "---|".repeat(cols.len()))
+}
+
+/// `stn · mars · best` of one per-success figure.
+fn three(v: &CellVerdict, f: fn(&Cost) -> Option<f64>) -> String {
+    format!(
+        "{} · {} · {}",
+        figure(f(&v.stn.cost)),
+        figure(v.mars.as_ref().and_then(|m| f(&m.cost))),
+        figure(f(&v.best.cost))
+    )
+}
+
+/// A cell's table row from its platform on (the columns of
+/// [`verdict_header`]).
 pub fn verdict_row(v: &CellVerdict) -> String {
     let fail = if v.retry0 {
         format!("{:.1} / {:.1}", v.stn.fail_per_100, v.best_fail_per_100)
@@ -366,7 +534,7 @@ pub fn verdict_row(v: &CellVerdict) -> String {
         "-".to_owned()
     };
     format!(
-        "| {} | `{}` | {} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {fail} | {} |",
+        "| {} | `{}` | {} | {:.2} | {:.2} | {} | {:.2} | {:.2} | {fail} | {} | {} | {} | {} | {} | {} |",
         v.platform,
         v.scenario,
         v.best.client,
@@ -375,7 +543,37 @@ pub fn verdict_row(v: &CellVerdict) -> String {
         v.oracle_s.map_or("-".to_owned(), |o| format!("{o:.2}")),
         v.ratio,
         v.allowed,
-        mark(v)
+        mark(v),
+        three(v, Cost::connects_per_success),
+        three(v, Cost::syns_per_success),
+        three(v, Cost::server_syns_per_success),
+        three(v, Cost::wasted_per_success),
+        v.cost_check().map_or("-".to_owned(), |c| c.text())
+    )
+}
+
+/// The cost criteria over `verdicts` (cells of `suite`, whose runs are in
+/// `records`), as a paragraph: how many cells meet the per-cell criteria
+/// and the whole suite's connects against mars's. Reported beside the
+/// gate; a cost miss does not fail it.
+pub fn cost_paragraph(records: &[RunRecord], suite: &str, verdicts: &[CellVerdict]) -> String {
+    let checks: Vec<CostCheck> = verdicts
+        .iter()
+        .filter_map(CellVerdict::cost_check)
+        .collect();
+    let met = checks.iter().filter(|c| c.met()).count();
+    let wasted = checks.iter().filter(|c| !c.wasted_ok()).count();
+    let syns = checks.iter().filter(|c| !c.server_syns_ok()).count();
+    let whole = ConnectCheck::of(records, suite)
+        .map_or_else(|| "no figures for stn and mars".to_owned(), |c| c.text());
+    format!(
+        "Cost criteria (reported, not gated yet): per cell, stn's wasted server handshakes per \
+         success ≤ mars's + {WASTED_ALLOWANCE} and stn's SYNs at the server per success ≤ \
+         {SERVER_SYN_RATIO} × mars's: **{met} of {} cells met** ({wasted} miss on wasted \
+         handshakes, {syns} on SYNs at the server; {} without mars's figures). \
+         Whole suite: {whole}.\n\n",
+        checks.len(),
+        verdicts.len() - checks.len()
     )
 }
 
@@ -407,92 +605,12 @@ fn mark(v: &CellVerdict) -> &'static str {
     }
 }
 
-/// The matrix section of the report: counts, every design cell with its
-/// ratio, the sweep as a grid of ratios, and every miss with its evidence.
-pub fn tables(records: &[&RunRecord]) -> String {
-    let owned: Vec<RunRecord> = records.iter().map(|r| (*r).clone()).collect();
-    let all = verdicts(&owned);
-    let mut out = String::new();
-    let misses: Vec<&CellVerdict> = all.iter().filter(|v| !v.met()).collect();
-    let design: Vec<&CellVerdict> = all.iter().filter(|v| v.row.is_some()).collect();
-    let sweep: Vec<&CellVerdict> = all.iter().filter(|v| v.row.is_none()).collect();
-    let seeds = all.iter().map(|v| v.stn.seeds).min().unwrap_or(0);
-    let _ = writeln!(
-        out,
-        "Gate per cell over {seeds} seeds: stn ≤ best other × (1 + max(2 %, one RTT per call)); \
-         at retry 0 stn's failed calls ≤ best other's + {FAIL_ALLOWANCE_PER_100} per 100 successes. \
-         **{} cells ({} design, {} outage sweep), {} misses.**\n",
-        all.len(),
-        design.len(),
-        sweep.len(),
-        misses.len()
-    );
-    if !design.is_empty() {
-        out.push_str("### Design cells (pairwise covering design)\n\n");
-        out.push_str("| # | tcp | cell | best other | stn s | best s | oracle s | stn / best | allowed | fail/100 stn / best (retry 0) | gate |\n");
-        out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
-        for (i, v) in design.iter().enumerate() {
-            let _ = writeln!(out, "| {} {}", i + 1, verdict_row(v));
-        }
-        out.push('\n');
-    }
-    if !sweep.is_empty() {
-        out.push_str(
-            "### Outage sweep: one call through an outage of R s from t = 0 (stn / best other; `*` = miss)\n\n",
-        );
-        let mut platforms: Vec<&str> = Vec::new();
-        for v in &sweep {
-            if !platforms.contains(&v.platform.as_str()) {
-                platforms.push(v.platform.as_str());
-            }
-        }
-        for p in platforms {
-            let _ = writeln!(out, "#### {p}\n");
-            out.push_str("| R (s) | .0 | .1 | .2 | .3 | .4 | .5 | .6 | .7 | .8 | .9 |\n");
-            out.push_str("|---|---|---|---|---|---|---|---|---|---|---|\n");
-            let mine: Vec<&&CellVerdict> = sweep.iter().filter(|v| v.platform == p).collect();
-            let secs = |v: &CellVerdict| {
-                crate::report::table::first_number(v.scenario.trim_start_matches("sweep outage-"))
-                    .unwrap_or(0.0)
-            };
-            let max_whole = mine.iter().map(|v| secs(v) as u64).max().unwrap_or(0);
-            for whole in 0..=max_whole {
-                let mut row = format!("| {whole} |");
-                for tenth in 0..10u64 {
-                    let cell = mine.iter().find(|v| {
-                        let tenths = (secs(v) * 10.0).round() as u64;
-                        tenths == whole * 10 + tenth
-                    });
-                    match cell {
-                        Some(v) => {
-                            let _ =
-                                write!(row, " {:.2}{} |", v.ratio, if v.met() { "" } else { "*" });
-                        }
-                        None => row.push_str(" |"),
-                    }
-                }
-                out.push_str(&row);
-                out.push('\n');
-            }
-            out.push('\n');
-        }
-    }
-    if !misses.is_empty() {
-        out.push_str(
-            "### Misses (evidence from the runs; cause as traced, `stn-sim/miss-reasons.txt`)\n\n",
-        );
-        for v in &misses {
-            let _ = writeln!(out, "{}", miss_line(v, &evidence_and_cause(v)));
-        }
-        out.push('\n');
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::matrix::sweep_cells;
+    use crate::bench::suites::matrix::{cells, design_cells, sweep_cells};
+    use crate::bench::suites::{Matrix, Tls};
+    use crate::bench::Suite;
     use crate::report::table::tests::rec;
 
     fn run(client: &str, total: f64, attempts: u64, successes: u64, seed: u32) -> RunRecord {
@@ -504,8 +622,42 @@ mod tests {
     }
 
     #[test]
+    fn the_cost_criteria_compare_stn_with_mars_per_success() {
+        let cell = design_cells(true).remove(0);
+        let costed = |client: &str, server_syns: u64, wasted: u64, connects: u64| {
+            let mut r = run(client, 20.0, 10, 10, 0);
+            r.suite = "matrix".into();
+            (r.server_syns, r.wasted_handshakes) = (Some(server_syns), Some(wasted));
+            r.connects = Some(connects);
+            r
+        };
+        // Per success: stn 1.2 SYNs at the server and 0.1 wasted against
+        // mars's 1.0 and 0.1: both hold.
+        let recs = [costed("stn", 12, 1, 12), costed("mars", 10, 1, 10)];
+        let refs: Vec<&RunRecord> = recs.iter().collect();
+        let c = verdict(&cell, &refs).unwrap().cost_check().unwrap();
+        assert!(c.met(), "{c:?}");
+        assert_eq!(c.text(), "ok");
+        // 1.3 SYNs (> 1.25 × 1.0) and 0.2 wasted (> 0.1 + 0.05): both miss.
+        let recs = [costed("stn", 13, 2, 20), costed("mars", 10, 1, 10)];
+        let refs: Vec<&RunRecord> = recs.iter().collect();
+        let c = verdict(&cell, &refs).unwrap().cost_check().unwrap();
+        assert!(!c.wasted_ok() && !c.server_syns_ok());
+        assert!(c
+            .text()
+            .starts_with("miss: wasted 0.20 > 0.10 + 0.05; SYNs at server 1.30"));
+        // The whole suite: 2.0 connects per success against 1.0.
+        let whole = ConnectCheck::of(&recs, "matrix").unwrap();
+        assert_eq!((whole.stn, whole.mars, whole.met()), (2.0, 1.0, false));
+        // Without mars in the cell there is nothing to compare.
+        let other = costed("okhttp-5", 10, 1, 10);
+        let refs = [&recs[0], &other];
+        assert_eq!(verdict(&cell, &refs).unwrap().cost_check(), None);
+    }
+
+    #[test]
     fn tolerance_is_the_larger_of_two_percent_and_one_rtt_per_call() {
-        let mut cell = crate::bench::matrix::design_cells(true).remove(0);
+        let mut cell = design_cells(true).remove(0);
         cell.retry = Some(0);
         cell.rtt = stn_proto::Duration::from_millis(100);
         // 10 calls: one RTT per call = 1 s on a 20 s best: 5 % > 2 %.
@@ -536,7 +688,7 @@ mod tests {
 
     #[test]
     fn failures_at_retry_0_may_exceed_the_best_other_by_one_per_100() {
-        let mut cell = crate::bench::matrix::design_cells(true).remove(0);
+        let mut cell = design_cells(true).remove(0);
         cell.retry = Some(0);
         let mut recs = Vec::new();
         for s in 0..5 {
@@ -592,8 +744,8 @@ mod tests {
         }
         let mut keys: Vec<String> = cells(false).iter().map(Cell::key).collect();
         keys.extend(cells(true).iter().map(Cell::key));
-        keys.extend(crate::bench::tls_suite::cells(false).iter().map(Cell::key));
-        keys.extend(crate::bench::tls_suite::cells(true).iter().map(Cell::key));
+        keys.extend(Tls.cells(false).iter().map(Cell::key));
+        keys.extend(Tls.cells(true).iter().map(Cell::key));
         let reasons = parse_reasons(REASONS);
         assert!(!reasons.is_empty());
         for (key, why) in reasons {
@@ -644,8 +796,7 @@ mod tests {
         assert!(misses
             .iter()
             .all(|m| m.suite == "matrix" && m.ratio > m.allowed));
-        let refs: Vec<&RunRecord> = recs.iter().collect();
-        let md = tables(&refs);
+        let md = Matrix.tables(&recs);
         assert!(md.contains("; cause not traced"), "{md}");
         assert!(
             md.contains(&format!("cause: {}", got[0].1.unwrap())),

@@ -92,12 +92,31 @@ pub struct RunRecord {
     /// succeeded).
     pub ok: bool,
     /// TCP connection attempts started over the whole run (wire cost), when
-    /// the client reports them.
+    /// the client reports them. Counted per call by the client: connections
+    /// a long link opens between calls are not in it (the server's counts
+    /// below include them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub connects: Option<u64>,
     /// SYNs sent over the whole run (from the OS SYN schedule), when known.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub syns: Option<u64>,
+    /// SYNs that arrived at the server's listening ports (counted by the
+    /// simulated server host; retransmissions included, SYNs lost on the
+    /// link or sent to a dead endpoint not).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_syns: Option<u64>,
+    /// TCP handshakes completed at the server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_handshakes: Option<u64>,
+    /// TLS handshakes completed at the server (the client's Finished
+    /// arrived), in runs that use TLS.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tls_handshakes: Option<u64>,
+    /// Connections that completed their handshake at the server and carried
+    /// no request (a race's losers): closed without one, or still idle when
+    /// the run ended.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wasted_handshakes: Option<u64>,
     /// Virtual seconds the run simulated (for simulated-s per wall-clock-s).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sim_s: Option<f64>,
@@ -110,6 +129,48 @@ pub struct RunRecord {
     /// idempotent (suite `tls_idempotent`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub early_sends: Option<u64>,
+    /// Suite `heartbeat`: what the long link's heartbeat cost and learned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat: Option<HeartbeatFigures>,
+}
+
+/// What a run of suite `heartbeat` measured (all over the background time).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HeartbeatFigures {
+    /// Hours in the background.
+    pub hours: f64,
+    /// Noops written (each one a radio wake-up).
+    pub heartbeats: u64,
+    /// Long-link connections made (each one a wake-up too).
+    pub connects: u64,
+    /// The long link lost while up, other than by the app's network change.
+    pub drops: u64,
+    /// Tasks submitted.
+    pub tasks: u64,
+    /// Task frames written into a flow the middlebox had already forgotten.
+    pub dead_link_tasks: u64,
+    /// Tasks that failed.
+    pub failed_tasks: u64,
+    /// Mean time from a task's submission to its end, in seconds.
+    pub task_mean_s: f64,
+    /// Per network visited, in first-visit order.
+    pub networks: Vec<NetworkFigures>,
+}
+
+/// One network of a heartbeat run.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NetworkFigures {
+    /// The label the app gave.
+    pub label: String,
+    /// The NAT's idle timeout there, in seconds.
+    pub nat_s: f64,
+    /// The interval the record ended with (`None`: a fixed interval).
+    pub final_s: Option<f64>,
+    /// Whether the record ended stable (learning finished).
+    pub stable: bool,
+    /// Background hours on this network until the record last changed, if
+    /// it ended stable.
+    pub converged_h: Option<f64>,
 }
 
 #[cfg(test)]
@@ -137,9 +198,14 @@ mod tests {
             ok: true,
             connects: None,
             syns: None,
+            server_syns: None,
+            server_handshakes: None,
+            server_tls_handshakes: None,
+            wasted_handshakes: None,
             sim_s: None,
             note: None,
             early_sends: None,
+            heartbeat: None,
         });
         let json = serde_json::to_value(&report).unwrap();
         assert_eq!(json["schema"], "stn-bench/1");

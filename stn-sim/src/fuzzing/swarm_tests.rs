@@ -36,9 +36,9 @@ fn swarm_engine_invariants_hold_and_every_call_ends_once() {
 
 #[test]
 fn quick_suites_show_no_engine_contract_violation() {
-    use crate::bench::{run_suite, BenchOptions, Suite};
+    use crate::bench::{run_suite, suites, BenchOptions};
     let opts = BenchOptions::new(9, true);
-    for suite in Suite::ALL {
+    for suite in suites::default_run() {
         for r in run_suite(suite, &opts) {
             let note = r.note.unwrap_or_default();
             assert!(

@@ -3,16 +3,18 @@
 //! or run).
 //!
 //! - [`loss_chart`]: loss suite, total time per client against the loss rate
-//!   (one chart per platform);
+//!   (one chart per platform, [`loss_charts`]);
 //! - [`sensitivity_chart`]: sensitivity suite, completion time per client
 //!   against the outage length R, with the oracle as a dashed line and
-//!   failed calls as crosses at the time they failed.
+//!   failed calls as crosses at the time they failed (one chart per
+//!   platform and scenario variant, [`sensitivity_charts`]).
 
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 
 use crate::bench::record::RunRecord;
+use crate::report::file_stem;
 use crate::report::table::{end_time, first_number, loss_percent, ordered, scenario_variant};
 
 /// One named line of a chart.
@@ -132,20 +134,34 @@ impl LineChart {
             .y_desc(&self.y_label)
             .axis_desc_style(("sans-serif", 16))
             .light_line_style(RGBColor(0xee, 0xee, 0xee))
+            .x_label_formatter(&tick)
+            .y_label_formatter(&tick)
             .draw()
             .map_err(|e| err(&e))?;
+        // Colours follow the series' order; stn is drawn last, on top of
+        // the clients it is compared with.
         let mut palette = COLORS.iter().cycle();
-        for (idx, s) in self.series.iter().enumerate() {
+        let colors: Vec<RGBColor> = self
+            .series
+            .iter()
+            .map(|s| {
+                if s.reference {
+                    BLACK
+                } else {
+                    *palette.next().unwrap_or(&BLACK)
+                }
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..self.series.len()).collect();
+        order.sort_by_key(|&i| self.series[i].name == "stn");
+        for idx in order {
+            let s = &self.series[idx];
             // Earlier series get larger dots, so a later series drawn
             // over identical points leaves a ring of the earlier colour.
             let dot = 9u32
                 .saturating_sub(2 * u32::try_from(idx).unwrap_or(3))
                 .max(3);
-            let color = if s.reference {
-                BLACK
-            } else {
-                *palette.next().unwrap_or(&BLACK)
-            };
+            let color = colors[idx];
             let style = color.stroke_width(2);
             if s.reference {
                 chart
@@ -187,12 +203,59 @@ impl LineChart {
     }
 }
 
+/// An axis tick: whole numbers without a fraction (`10000`, not
+/// `10000.0`), others with the digits they need.
+fn tick(v: &f64) -> String {
+    if (v - v.round()).abs() < 1e-9 {
+        format!("{v:.0}")
+    } else {
+        let s = format!("{v:.3}");
+        s.trim_end_matches('0').trim_end_matches('.').to_owned()
+    }
+}
+
 fn err(e: &dyn std::fmt::Display) -> ChartError {
     ChartError(e.to_string())
 }
 
 fn mean(v: &[f64]) -> f64 {
     v.iter().sum::<f64>() / v.len().max(1) as f64
+}
+
+/// The platforms of `suite`'s records, in first-appearance order.
+fn platforms_of<'a>(runs: &'a [RunRecord], suite: &str) -> Vec<&'a str> {
+    let these: Vec<&RunRecord> = runs.iter().filter(|r| r.suite == suite).collect();
+    ordered(&these, |r| r.platform.as_str())
+}
+
+/// `<suite>-<platform>.svg`: [`loss_chart`] for every platform of
+/// `suite`'s records that has a point.
+pub fn loss_charts(runs: &[RunRecord], suite: &str) -> Vec<(String, LineChart)> {
+    platforms_of(runs, suite)
+        .into_iter()
+        .filter_map(|platform| {
+            let c = loss_chart(runs, suite, platform)?;
+            Some((format!("{}.svg", file_stem(&[suite, platform])), c))
+        })
+        .collect()
+}
+
+/// `<suite>-<platform>[-<variant>].svg`: [`sensitivity_chart`] for every
+/// platform and scenario variant of `suite`'s records that has a point.
+pub fn sensitivity_charts(runs: &[RunRecord], suite: &str) -> Vec<(String, LineChart)> {
+    let mut out = Vec::new();
+    for platform in platforms_of(runs, suite) {
+        let mine: Vec<&RunRecord> = runs
+            .iter()
+            .filter(|r| r.suite == suite && r.platform == platform)
+            .collect();
+        for variant in ordered(&mine, |r| scenario_variant(&r.scenario).1) {
+            if let Some(c) = sensitivity_chart(runs, suite, platform, variant) {
+                out.push((format!("{}.svg", file_stem(&[suite, platform, variant])), c));
+            }
+        }
+    }
+    out
 }
 
 /// Total time per client against the loss rate, for one platform of the
@@ -347,6 +410,23 @@ mod tests {
             assert!(svg.contains(text), "missing {text}");
         }
         assert!(loss_chart(&runs, "loss", "ios").is_none());
+        // stn's legend entry is drawn last: its line is on top.
+        let at = |name: &str| {
+            svg.find(&format!(">\n{name}\n</text>"))
+                .unwrap_or_else(|| panic!("{name}"))
+        };
+        assert!(
+            at("stn") > at("okhttp-2017") && at("stn") > at("oracle"),
+            "{svg}"
+        );
+    }
+
+    #[test]
+    fn ticks_are_whole_numbers_when_they_are() {
+        assert_eq!(tick(&10000.0), "10000");
+        assert_eq!(tick(&0.0), "0");
+        assert_eq!(tick(&2.5), "2.5");
+        assert_eq!(tick(&0.125), "0.125");
     }
 
     #[test]

@@ -9,7 +9,7 @@
 use plotters::prelude::*;
 
 use crate::bench::gate::CellVerdict;
-use crate::bench::matrix::{LOSSES, RTT_MS};
+use crate::bench::suites::matrix::{LOSSES, RTT_MS};
 use crate::report::chart::ChartError;
 
 /// A grid of values with labelled rows and columns.

@@ -1,18 +1,19 @@
 //! Markdown tables in the shape of the published benchmark
 //! (`docs/stn-benchmark.md`), with stn's columns added.
 //!
-//! Which shape a suite gets is decided by its name:
-//! - `sensitivity` ([`sensitivity_tables`]): rows are outage lengths R; one
+//! Each suite picks its shape ([`crate::bench::Suite::tables`]); the
+//! shapes here are:
+//! - [`sensitivity_tables`]: rows are outage lengths R; one
 //!   table of completion times per client (all runs of a row in one cell,
 //!   oracle included), then one table per pair in the published
 //!   "Mars VS AFNetworking R1 | R2 | R3" shape — **positive = the first
 //!   client finished first**, by that many seconds;
-//! - `request_size`, `response_size` ([`size_tables`]): the published 2×2
+//! - [`size_tables`]: the published 2×2
 //!   "平均耗时 / 总耗时" shape in English — rows are networks, columns are
 //!   clients, each cell "mean X s, total Y s" — one table per size variant;
-//! - anything else, `loss` included ([`loss_tables`]): rows are scenarios,
-//!   columns are clients: total time with attempts, then the latency of
-//!   successful calls (mean / p50 / p95 / p99).
+//! - [`loss_tables`], the default: rows are scenarios, columns are
+//!   clients: total time with attempts, then the latency of successful
+//!   calls (mean / p50 / p95 / p99).
 //!
 //! Every suite is split by platform (the published iOS and Android
 //! pairings). Rows and columns keep the order in which the records first
@@ -460,21 +461,21 @@ pub fn size_tables(suite: &str, runs: &[&RunRecord]) -> String {
     out
 }
 
-/// All tables for `runs`: one section per suite, in first-appearance order.
+/// All tables for `runs`: one section per suite, in first-appearance
+/// order, each in its suite's shape ([`crate::bench::Suite::tables`]; a
+/// suite that is not registered gets [`loss_tables`]), then its cost per
+/// client ([`crate::report::cost::cost_table`]).
 pub fn all_tables(runs: &[RunRecord]) -> String {
     let all: Vec<&RunRecord> = runs.iter().collect();
     let mut out = String::new();
     for suite in ordered(&all, |r| r.suite.as_str()) {
         let these: Vec<&RunRecord> = all.iter().copied().filter(|r| r.suite == suite).collect();
         out.push_str(&format!("## Suite `{suite}`\n\n"));
-        out.push_str(&match suite {
-            "sensitivity" => sensitivity_tables(suite, &these),
-            "request_size" | "response_size" => size_tables(suite, &these),
-            "matrix" => crate::bench::gate::tables(&these),
-            "tls" => crate::bench::tls_suite::tables(&these),
-            "tls_idempotent" => crate::bench::tls_suite::idempotent_tables(&these),
-            _ => loss_tables(suite, &these),
+        out.push_str(&match crate::bench::suites::named(suite) {
+            Some(s) => s.tables(runs),
+            None => loss_tables(suite, &these),
         });
+        out.push_str(&crate::report::cost::cost_table(&these));
         out.push_str(&notes(&these));
     }
     out

@@ -80,8 +80,18 @@ impl SynSchedule {
     }
 }
 
-/// A Linux server's SYN-ACK retransmissions, as offsets from the arrival of
-/// the first SYN (`tcp_synack_retries` 5; intervals 1, 2, 4, 8, 16 s).
+/// A Linux server's SYN-ACK timer (`reqsk_timer_handler`): 1 s
+/// (`TCP_TIMEOUT_INIT`), doubled at each expiry.
+pub(crate) const SYNACK_TIMEOUT_INIT: Duration = Duration::from_secs(1);
+
+/// Expiries after which a Linux server drops the half-open connection
+/// (`tcp_synack_retries`).
+pub(crate) const SYNACK_RETRIES: u32 = 5;
+
+/// A Linux server's SYN-ACK retransmissions when no duplicate SYN arrives,
+/// as offsets from the first SYN-ACK (`tcp_synack_retries` 5; intervals
+/// 1, 2, 4, 8, 16 s). A duplicate SYN is answered at once and restarts the
+/// current interval (`tcp_check_req`).
 pub const SYNACK_RETRANSMIT_OFFSETS: [Duration; 5] = [
     Duration::from_secs(1),
     Duration::from_secs(3),
@@ -90,8 +100,8 @@ pub const SYNACK_RETRANSMIT_OFFSETS: [Duration; 5] = [
     Duration::from_secs(31),
 ];
 
-/// When a Linux server drops a half-open connection (after the last SYN-ACK
-/// retransmission times out: 31 + 32 s).
+/// When a Linux server drops a half-open connection that saw no duplicate
+/// SYN (after the last SYN-ACK retransmission times out: 31 + 32 s).
 pub const SYNACK_GIVE_UP: Duration = Duration::from_secs(63);
 
 #[cfg(test)]

@@ -278,6 +278,7 @@ impl ServerApp for TlsServer {
         let Ok(records) = c.reader.push(data) else {
             // Not TLS: a real server sends an alert and closes.
             self.conns.remove(&conn);
+            replies.mark_handshake_bytes();
             replies.close(Duration::ZERO);
             return;
         };
@@ -313,6 +314,7 @@ impl ServerApp for TlsServer {
                 (Phase::Flight { early, name }, Message::ClientFinished) => {
                     let (early, name, peer) = (*early, name.clone(), c.peer);
                     c.phase = Phase::Established;
+                    replies.mark_secured();
                     if early == EarlyRead::Skip {
                         let t = self.tickets(&name);
                         replies.send(Duration::ZERO, t);
@@ -328,7 +330,9 @@ impl ServerApp for TlsServer {
         if let Some(peer) = accepted {
             self.inner.on_accept(now, conn, peer, &mut inner);
         }
-        if !app.is_empty() {
+        if app.is_empty() {
+            replies.mark_handshake_bytes();
+        } else {
             self.inner.on_data(now, conn, &app, &mut inner);
         }
         wrap(&inner, replies);

@@ -4,17 +4,77 @@
 use std::net::SocketAddr;
 
 use stn_proto::{Duration, Instant};
+use stn_sim::apps::FixedResponseApp;
 use stn_sim::client::{ClientCx, SimClient};
+use stn_sim::clients::peers::KeepAliveApp;
 use stn_sim::host::{ServerApp, ServerConnId, ServerReplies};
-use stn_sim::path::Direction;
+use stn_sim::link::{GilbertElliott, LossModel};
+use stn_sim::path::{Direction, PathConditions, PathSchedule};
+use stn_sim::preset::Preset;
 use stn_sim::socket::{SocketEvent, SocketId};
 use stn_sim::tcp::Flags;
 use stn_sim::trace::TraceEvent;
+use stn_sim::Simulation;
 
 pub const SERVER: &str = "10.0.0.2:8080";
 
 pub fn server() -> SocketAddr {
     SERVER.parse().unwrap()
+}
+
+/// Port 8080 of the `i`-th server host, `10.0.0.{2 + i}` ([`server`] is
+/// the first).
+pub fn nth_server(i: u8) -> SocketAddr {
+    SocketAddr::from(([10, 0, 0, 2 + i], 8080))
+}
+
+/// Adds server hosts `nth_server(0..hosts)`, each behind its own copy of
+/// `path`, answering every request with `response_len` bytes at once over
+/// keep-alive connections or closing each (`Connection: close`).
+pub fn add_servers<C: SimClient>(
+    sim: &mut Simulation<C>,
+    hosts: u8,
+    path: &PathSchedule,
+    keep_alive: bool,
+    response_len: usize,
+) {
+    for i in 0..hosts {
+        sim.add_host(nth_server(i).ip(), path.clone());
+        if keep_alive {
+            sim.listen(
+                nth_server(i),
+                KeepAliveApp::new(response_len, Duration::ZERO),
+            )
+            .unwrap();
+        } else {
+            sim.listen(
+                nth_server(i),
+                FixedResponseApp::new(response_len, Duration::ZERO),
+            )
+            .unwrap();
+        }
+    }
+}
+
+/// The hard networks of the swarm tests: Edge, Very Bad, 50 % loss, Edge
+/// with bursty 20 % loss (200 ms bursts) and 3G + 10 % with ±80 ms jitter.
+pub fn hard_networks() -> Vec<(&'static str, PathConditions)> {
+    let mut bursty = Preset::Edge.conditions();
+    bursty.up.loss = LossModel::GilbertElliott(GilbertElliott::with_rate_and_burst(
+        0.2,
+        Duration::from_millis(200),
+    ));
+    bursty.down.loss = bursty.up.loss;
+    let mut jittery = Preset::ThreeG.conditions().with_loss_percent(10.0);
+    jittery.up.jitter = Duration::from_millis(80);
+    jittery.down.jitter = Duration::from_millis(80);
+    vec![
+        ("Edge", Preset::Edge.conditions()),
+        ("Very Bad", Preset::VeryBadNetwork.conditions()),
+        ("50% loss", Preset::LossPercent(50.0).conditions()),
+        ("Edge + bursty 20%", bursty),
+        ("3G + 10% + jitter", jittery),
+    ]
 }
 
 /// Connects once at start, sends `payload` when connected, records every

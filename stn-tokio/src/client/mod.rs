@@ -1,6 +1,7 @@
 //! The stn client over tokio: [`Client`] is [`stn_driver::Client`] on
 //! [`TokioRuntime`]; see [`Client`] for an example.
 
+#[cfg(feature = "tls")]
 mod tls;
 
 use std::future::Future;
@@ -15,7 +16,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 pub use stn_driver::{
-    BuildError, Endpoint, EndpointError, EndpointState, Error, Finished, Push, Pushes, Snapshot,
+    Attempt, BuildError, Endpoint, EndpointError, EndpointState, Error, ErrorKind, Finished, Push,
+    Pushes, Snapshot,
 };
 
 /// The stn client on tokio. Build one with `Client::builder()` inside a
@@ -24,7 +26,8 @@ pub use stn_driver::{
 /// `snapshot`, `shutdown`) and [`stn_driver::Builder`] the options.
 ///
 /// ```
-/// use stn_tokio::{Client, server::{Server, ServerConfig}};
+/// use stn_tokio::Client;
+/// use stn_server::{Server, ServerConfig};
 /// use stn_tokio::proto::{Channel, Task};
 ///
 /// # #[tokio::main(flavor = "current_thread")]
@@ -79,6 +82,7 @@ impl Runtime for TokioRuntime {
         })
     }
 
+    #[cfg(feature = "tls")]
     fn start_tls(
         &self,
         stream: Box<dyn AsyncStream>,

@@ -1,4 +1,4 @@
-//! The suites' [`Harness`](crate::client_suite::Harness) on tokio, shared by
+//! The suites' [`Harness`](stn_testkit::Harness) on tokio, shared by
 //! the test binaries that run them (`client_tokio`, `hostile_servers`).
 
 use std::future::Future;
@@ -7,12 +7,10 @@ use std::time::Duration;
 use stn_driver::BoxFuture;
 use stn_tokio::TokioRuntime;
 
-use crate::client_suite;
-
 /// Runs a suite on a multi-threaded tokio runtime.
 pub(crate) struct TokioHarness;
 
-impl client_suite::Harness for TokioHarness {
+impl stn_testkit::Harness for TokioHarness {
     type Rt = TokioRuntime;
 
     fn run(test: BoxFuture<()>) {

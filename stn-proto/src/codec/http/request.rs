@@ -60,7 +60,7 @@ impl RequestHead {
 
 /// Why a request could not be encoded. Nothing is written to the output
 /// buffer when encoding fails, so header injection cannot happen.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, thiserror::Error)]
 pub enum RequestError {
     /// The CGI path does not start with `/`, or holds a byte outside visible
     /// ASCII (space, CR, LF, other control bytes, non-ASCII).
@@ -140,12 +140,12 @@ pub fn encode_request(
     body: &[u8],
     dst: &mut BytesMut,
 ) -> Result<(), RequestError> {
-    if !valid_cgi(&head.cgi) {
-        return Err(RequestError::BadCgi(head.cgi.clone()));
-    }
-    if head.host.is_empty() || !head.host.bytes().all(is_visible_ascii) {
-        return Err(RequestError::BadHost(head.host.clone()));
-    }
+    check_request(
+        &head.cgi,
+        Some(&head.host),
+        &head.extra_headers,
+        Some(body.len()),
+    )?;
     let content_length = body.len().to_string();
 
     // Insertion order first (the spelling of the first insertion is kept),
@@ -156,18 +156,6 @@ pub fn encode_request(
     fields.push(("Content-Length", &content_length));
     fields.push(("Host", &head.host));
     for (name, value) in &head.extra_headers {
-        if !valid_name(name) {
-            return Err(RequestError::BadHeaderName(name.clone()));
-        }
-        if !value.bytes().all(is_value_byte) {
-            return Err(RequestError::BadHeaderValue { name: name.clone() });
-        }
-        if name.eq_ignore_ascii_case("transfer-encoding")
-            || (name.eq_ignore_ascii_case("content-length")
-                && value.trim_matches([' ', '\t']) != content_length)
-        {
-            return Err(RequestError::FramingHeader(name.clone()));
-        }
         match fields
             .iter_mut()
             .find(|(n, _)| n.eq_ignore_ascii_case(name))
@@ -204,6 +192,56 @@ pub fn encode_request(
     }
     dst.put_slice(b"\r\n");
     dst.put_slice(body);
+    Ok(())
+}
+
+/// Checks a request's parts the way [`encode_request`] does, without
+/// encoding it: the CGI path, the `Host` value when given, and the extra
+/// headers (a `Content-Length` among them against `body_len`, when given).
+/// The first rule broken is the error.
+///
+/// ```
+/// use stn_proto::codec::http::{check_request, RequestError};
+/// assert_eq!(check_request("/mars/hello2", None, &[], Some(2)), Ok(()));
+/// let e = check_request("mars/hello2", None, &[], Some(2)).unwrap_err();
+/// assert_eq!(e, RequestError::BadCgi("mars/hello2".into()));
+/// assert_eq!(
+///     e.to_string(),
+///     "invalid cgi path \"mars/hello2\": must start with '/' and hold only visible ASCII"
+/// );
+/// ```
+///
+/// # Errors
+///
+/// The [`RequestError`] [`encode_request`] would return.
+pub fn check_request(
+    cgi: &str,
+    host: Option<&str>,
+    extra_headers: &[(String, String)],
+    body_len: Option<usize>,
+) -> Result<(), RequestError> {
+    if !valid_cgi(cgi) {
+        return Err(RequestError::BadCgi(cgi.to_owned()));
+    }
+    if let Some(host) = host {
+        if host.is_empty() || !host.bytes().all(is_visible_ascii) {
+            return Err(RequestError::BadHost(host.to_owned()));
+        }
+    }
+    for (name, value) in extra_headers {
+        if !valid_name(name) {
+            return Err(RequestError::BadHeaderName(name.clone()));
+        }
+        if !value.bytes().all(is_value_byte) {
+            return Err(RequestError::BadHeaderValue { name: name.clone() });
+        }
+        if name.eq_ignore_ascii_case("transfer-encoding")
+            || (name.eq_ignore_ascii_case("content-length")
+                && body_len.is_some_and(|n| value.trim_matches([' ', '\t']) != n.to_string()))
+        {
+            return Err(RequestError::FramingHeader(name.clone()));
+        }
+    }
     Ok(())
 }
 

@@ -12,16 +12,19 @@ fn live_banned(profile: Profile) -> H {
     c.hedge = None;
     let mut h = H::new(c);
     let live = SocketAddr::new(ip(LIVE), 80);
-    h.e.history.record(h.now, live, true);
+    h.e.endpoint_history_mut().record(h.now, live, true);
     for _ in 0..16 {
-        if h.e.history.is_banned(h.now, live) {
+        if h.e.endpoint_history_mut().is_banned(h.now, live) {
             break;
         }
         // Failures within 10 s of the last are not recorded (Mars's rate limit).
         h.advance(secs(11));
-        h.e.history.record(h.now, live, false);
+        h.e.endpoint_history_mut().record(h.now, live, false);
     }
-    assert!(h.e.history.is_banned(h.now, live), "set-up: live banned");
+    assert!(
+        h.e.endpoint_history_mut().is_banned(h.now, live),
+        "set-up: live banned"
+    );
     h
 }
 
@@ -56,11 +59,11 @@ fn a_banned_endpoint_that_never_connected_stays_out() {
     // Ban the other one too, without a success: a black hole's record.
     let dead = SocketAddr::new(ip(DEAD), 80);
     for _ in 0..16 {
-        if h.e.history.is_banned(h.now, dead) {
+        if h.e.endpoint_history_mut().is_banned(h.now, dead) {
             break;
         }
         h.advance(secs(11));
-        h.e.history.record(h.now, dead, false);
+        h.e.endpoint_history_mut().record(h.now, dead, false);
     }
     let mut three = h.e.config.short_link.ips.clone();
     three.push(ip("10.0.1.3"));

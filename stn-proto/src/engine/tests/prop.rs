@@ -1,7 +1,7 @@
 //! The engine's state-machine property test: random submits, cancels,
 //! connects that succeed, fail or hang, received bytes (valid, split anywhere,
 //! garbage), late events for ended connections, resolve answers, network and
-//! app-state changes, and time advances. After every step it checks the invariants of issue #3:
+//! app-state changes, and time advances. After every step it checks the engine's invariants:
 //!
 //! - every task ends at most once, and (after the final shutdown) exactly once;
 //! - no action names a connection that is closed (or was never opened), and
