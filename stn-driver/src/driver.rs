@@ -970,6 +970,17 @@ impl Future for Driver {
                 match this.commands.as_mut().poll_next(cx) {
                     Poll::Ready(Some(cmd)) => {
                         progressed = true;
+                        // The two queues do not order one another: a control
+                        // sent before this task (`set_authed(false)`, then
+                        // `send`) must apply first. A shutdown among them
+                        // drops the task's reply, which its caller reads as
+                        // shut down.
+                        while let Ok(ctl) = this.control.try_recv() {
+                            this.on_control(ctl);
+                            if this.done {
+                                return Poll::Ready(());
+                            }
+                        }
                         this.on_command(cmd);
                     }
                     Poll::Ready(None) => {

@@ -213,10 +213,17 @@ fun main() = runBlocking {
     val refusedClient = StnClient(ClientConfig(endpoints = listOf("127.0.0.1"), shortLinkPort = port("STN_REFUSED_PORT")))
     val refused = failure { refusedClient.send(shortTask("x").copy(retryCount = 0u)) }
     expect(refused.kind == ErrorKind.CONNECT && refused.osError?.contains("refused", ignoreCase = true) == true) { refused.message ?: "" }
-    val timedOut = failure { refusedClient.send(shortTask("x").copy(totalTimeoutMs = 600UL)) }
+    // The stn profile does not retry a refusal into the deadline; Mars's does.
+    val atOnce = failure { refusedClient.send(shortTask("x").copy(totalTimeoutMs = 600UL)) }
+    expect(atOnce.kind == ErrorKind.CONNECT && atOnce.attempts == 1u) { atOnce.message ?: "" }
+    refusedClient.shutdown()
+    val marsClient = StnClient(
+        ClientConfig(endpoints = listOf("127.0.0.1"), shortLinkPort = port("STN_REFUSED_PORT"), profile = Profile.MARS),
+    )
+    val timedOut = failure { marsClient.send(shortTask("x").copy(totalTimeoutMs = 600UL)) }
     expect(timedOut.kind == ErrorKind.TIMEOUT && timedOut.lastAttemptKind == ErrorKind.CONNECT) { timedOut.message ?: "" }
     expect(timedOut.lastAttempt?.contains("connection refused") == true) { timedOut.message ?: "" }
-    refusedClient.shutdown()
+    marsClient.shutdown()
 
     // Auth: a need-auth task waits for set_authed; cancelling the coroutine
     // cancels the task; clear_tasks ends a held one with Cancelled.

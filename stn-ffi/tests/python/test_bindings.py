@@ -26,6 +26,7 @@ from stn_ffi import (
     LogRecord,
     LogSink,
     NetworkKind,
+    Profile,
     Push,
     PushListener,
     Report,
@@ -200,9 +201,16 @@ def test_typed_errors():
     refusing = StnClient(ClientConfig(endpoints=["127.0.0.1"], short_link_port=port("STN_REFUSED_PORT")))
     refused = failure(lambda: refusing.send_blocking(short_task("x", retry_count=0)))
     assert refused.kind == ErrorKind.CONNECT and "refused" in refused.os_error.lower(), refused
-    timed_out = failure(lambda: refusing.send_blocking(short_task("x", total_timeout_ms=600)))
-    assert timed_out.kind == ErrorKind.TIMEOUT and timed_out.last_attempt_kind == ErrorKind.CONNECT, timed_out
+    # The stn profile does not retry a refusal into the deadline; Mars's does.
+    at_once = failure(lambda: refusing.send_blocking(short_task("x", total_timeout_ms=600)))
+    assert at_once.kind == ErrorKind.CONNECT and at_once.attempts == 1, at_once
     refusing.shutdown_blocking()
+    mars = StnClient(
+        ClientConfig(endpoints=["127.0.0.1"], short_link_port=port("STN_REFUSED_PORT"), profile=Profile.MARS)
+    )
+    timed_out = failure(lambda: mars.send_blocking(short_task("x", total_timeout_ms=600)))
+    assert timed_out.kind == ErrorKind.TIMEOUT and timed_out.last_attempt_kind == ErrorKind.CONNECT, timed_out
+    mars.shutdown_blocking()
 
     wrong_ca = StnClient(tls_config(TlsConfig(roots=TlsRoots.PEM_CA(pem=read("STN_WRONG_CA_PEM")))))
     unknown = failure(lambda: wrong_ca.send_blocking(short_task("x", retry_count=0)))

@@ -85,6 +85,34 @@ pub async fn auth_per_host_and_user<H: Harness>() {
     client.shutdown().await;
 }
 
+/// A control the app sends before a task applies before it, though the
+/// two travel on separate queues: after `set_host_authed(host, false)`, a
+/// need-auth task for that host waits, however the driver's polls fall.
+pub async fn controls_apply_before_later_tasks<H: Harness>() {
+    let server = ServerHost::healthy();
+    let client = debug_short::<H>(&server).build().expect("client");
+    let mut pending = Vec::new();
+    for i in 0..40 {
+        let host = format!("h{i}.test");
+        client.set_host_authed(&host, None, true);
+        // A round trip through the driver: the `true` has been applied.
+        client.snapshot().await.expect("running");
+        client.set_host_authed(&host, None, false);
+        pending.push(spawn_send::<H, _>(&client, on_host(&host, "held")));
+    }
+    H::sleep(WATCH).await;
+    assert_eq!(
+        server.stats().short_requests_served,
+        0,
+        "a task went out unauthed"
+    );
+    client.set_authed(true);
+    for p in pending {
+        assert_eq!(done::<H>(p).await.outcome.expect("authed").body, "held");
+    }
+    client.shutdown().await;
+}
+
 /// A judge that answers the first response starting with `expire` with a
 /// session timeout (and sets `expired`), and accepts everything else.
 fn session_expires_once(expired: Arc<AtomicBool>) -> impl Fn(&JudgeRequest) -> Verdict {
@@ -281,7 +309,8 @@ pub async fn long_link_disable_and_enable<H: Harness>() {
 macro_rules! auth_controls_suite {
     ($h:ty) => {
         $crate::auth_controls_suite!(@tests $h;
-            auth_per_host_and_user, session_timeout_deauths_its_host_only,
+            auth_per_host_and_user, controls_apply_before_later_tasks,
+            session_timeout_deauths_its_host_only,
             session_timeout_redo_is_scoped_to_its_user_on_the_long_link,
             long_link_disable_and_enable);
     };
