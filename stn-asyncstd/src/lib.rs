@@ -89,8 +89,8 @@ pub use async_std_rt::AsyncStdRuntime;
 pub use smol_rt::SmolRuntime;
 pub use stn_driver::tls;
 pub use stn_driver::{
-    Attempt, BuildError, Endpoint, EndpointError, EndpointState, Error, ErrorKind, Finished, Push,
-    Pushes, Snapshot,
+    Attempt, BuildError, Endpoint, EndpointError, EndpointState, Error, ErrorKind, Finished,
+    LinkOptions, LinkUpdate, Push, Pushes, Snapshot,
 };
 pub use stn_proto as proto;
 

@@ -1,5 +1,6 @@
 //! The user-facing API: [`Builder`] → [`Client`].
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
@@ -16,7 +17,9 @@ use stn_proto::Profile;
 use stn_proto::Response;
 use stn_proto::Task;
 use stn_proto::{config::LongLinkEndpoints, Config, Engine, JudgeRequest, Verdict};
-use stn_proto::{LinkStatus, Report};
+use stn_proto::{LinkError, LinkName, LinkStatus, Report};
+
+use crate::links::{LinkOptions, LinkUpdate};
 
 use crate::clock::Clock;
 use crate::driver::{Command, Control, Driver, DriverParts, Judge};
@@ -62,6 +65,10 @@ pub enum BuildError {
     /// [`Builder::proxy`]'s address or credentials cannot be used.
     #[error(transparent)]
     InvalidProxy(#[from] crate::proxy::ProxyConfigError),
+    /// A [`Builder::link`] cannot be added (a taken name, too many links,
+    /// or no endpoint).
+    #[error(transparent)]
+    Link(#[from] LinkError),
 }
 
 /// Configures and starts a [`Client`]. Get one from [`Client::builder`]
@@ -97,6 +104,7 @@ pub struct Builder<R> {
     #[cfg(feature = "tls")]
     tls: Option<crate::tls::TlsOptions>,
     proxy: Option<crate::proxy::Proxy>,
+    links: Vec<LinkOptions>,
 }
 
 /// Default [`Builder::read_budget`]: 72 MiB. The stn profile runs at most 64
@@ -159,7 +167,20 @@ impl<R: Runtime> Builder<R> {
             #[cfg(feature = "tls")]
             tls: None,
             proxy: None,
+            links: Vec::new(),
         }
+    }
+
+    /// Adds a named long link besides the main one (Mars
+    /// `CreateLonglink_ext`), connecting from the start; more can be added
+    /// and removed at run time ([`Client::add_link`], [`Client::remove_link`]).
+    /// [`build`](Self::build) fails with [`BuildError::Link`] if two share a
+    /// name, more than [`MAX_LINKS`](stn_proto::MAX_LINKS) are given, or one
+    /// has no endpoint.
+    #[must_use]
+    pub fn link(mut self, link: LinkOptions) -> Self {
+        self.links.push(link);
+        self
     }
 
     /// Adds an endpoint written as text: an IP (`10.0.0.1`, `::1`), a host
@@ -613,7 +634,13 @@ impl<R: Runtime> Builder<R> {
         let tls = None;
         let rt: Arc<dyn Runtime> = Arc::new(self.runtime);
         let clock = Clock::new(rt.now());
-        let engine = Engine::new(clock.to_proto(rt.now()), config);
+        let mut engine = Engine::new(clock.to_proto(rt.now()), config);
+        let mut links = BTreeMap::new();
+        for options in std::mem::take(&mut self.links) {
+            let (name, spec, hooks) = options.into_parts(engine.config().long());
+            engine.add_link(clock.to_proto(rt.now()), name.clone(), spec)?;
+            links.insert(name, hooks);
+        }
         let (commands_tx, commands) = async_channel::bounded(self.queue_capacity);
         let (control_tx, control) = async_channel::unbounded();
         let driver = Driver::new(DriverParts {
@@ -625,6 +652,7 @@ impl<R: Runtime> Builder<R> {
             read_budget: self.read_budget,
             identify: self.identify,
             identify_judge: self.identify_judge,
+            links,
             judge: self.judge,
             tls,
             default_timeout: self.timeout,
@@ -974,6 +1002,61 @@ impl<R> Client<R> {
             .shared
             .control
             .try_send(Control::SubscribeLinkStatus(sub));
+        rx
+    }
+
+    /// Adds a named long link at run time (Mars `CreateLonglink_ext`): it
+    /// connects at once, and tasks naming it
+    /// ([`Task::on_link`](stn_proto::Task::on_link)) run on it.
+    ///
+    /// # Errors
+    ///
+    /// [`LinkError`] if the name is taken, [`MAX_LINKS`](stn_proto::MAX_LINKS)
+    /// links exist, the link has no endpoint, or the client is shut down.
+    ///
+    /// ```no_run
+    /// # async fn demo<R: stn_driver::Runtime>(client: stn_driver::Client<R>) -> Result<(), Box<dyn std::error::Error>> {
+    /// use stn_driver::proto::{LinkName, Task};
+    /// use stn_driver::LinkOptions;
+    /// let push = LinkName::new("push")?;
+    /// client.add_link(LinkOptions::new(push.clone()).addr("10.0.0.2:8082".parse()?)).await?;
+    /// let answer = client.send(Task::new(7, "", "hi").on_link(push.clone())).await?;
+    /// client.remove_link(&push).await?;
+    /// # let _ = answer; Ok(()) }
+    /// ```
+    pub async fn add_link(&self, link: LinkOptions) -> Result<(), LinkError> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .control
+            .try_send(Control::AddLink(Box::new(link), tx))
+            .map_err(|_| LinkError::ShutDown)?;
+        rx.await.map_err(|_| LinkError::ShutDown)?
+    }
+
+    /// Removes a named long link: every task on it, queued or in flight,
+    /// ends with [`LocalError::LinkRemoved`](stn_proto::LocalError::LinkRemoved)
+    /// naming it; its connection closes.
+    ///
+    /// # Errors
+    ///
+    /// [`LinkError::Unknown`] if there is no such link, [`LinkError::ShutDown`]
+    /// once the client is shut down.
+    pub async fn remove_link(&self, link: &LinkName) -> Result<(), LinkError> {
+        let (tx, rx) = oneshot::channel();
+        self.shared
+            .control
+            .try_send(Control::RemoveLink(link.clone(), tx))
+            .map_err(|_| LinkError::ShutDown)?;
+        rx.await.map_err(|_| LinkError::ShutDown)?
+    }
+
+    /// A stream of the named long links' status changes, each naming its
+    /// link (the main link's are in [`link_status`](Self::link_status)).
+    /// Bounded like [`reports`](Self::reports). Ends once the client is
+    /// shut down.
+    pub fn links_status(&self) -> Events<LinkUpdate> {
+        let (sub, rx) = events::channel(self.shared.event_capacity);
+        let _ = self.shared.control.try_send(Control::SubscribeLinks(sub));
         rx
     }
 

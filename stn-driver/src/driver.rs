@@ -33,7 +33,12 @@ use stn_proto::Error as ProtoError;
 use stn_proto::ImportError;
 use stn_proto::NetworkKind;
 use stn_proto::{ConnEvent, ConnId, IoAction};
-use stn_proto::{Engine, Event, Input, JudgeRequest, LinkStatus, Output, Report, Verdict};
+use stn_proto::{
+    Engine, Event, IdentifyDecision, Input, JudgeRequest, LinkError, LinkName, LinkStatus, Output,
+    Report, Verdict,
+};
+
+use crate::links::{LinkHooks, LinkOptions, LinkUpdate};
 use stn_proto::{Task, TaskId};
 
 use crate::clock::Clock;
@@ -88,6 +93,9 @@ pub(crate) enum Control {
         authed: bool,
     },
     LongLinkEnabled(bool),
+    AddLink(Box<LinkOptions>, oneshot::Sender<Result<(), LinkError>>),
+    RemoveLink(LinkName, oneshot::Sender<Result<(), LinkError>>),
+    SubscribeLinks(Subscription<LinkUpdate>),
     Subscribe(Subscriber),
     SubscribeReports(Subscription<Report>),
     SubscribeLinkStatus(Subscription<LinkStatus>),
@@ -163,6 +171,9 @@ pub(crate) struct Driver {
     pushes_dropped: u64,
     reports: Publisher<Report>,
     link_status: Publisher<LinkStatus>,
+    /// The named long links' hooks and last statuses.
+    links: BTreeMap<LinkName, LinkHooks>,
+    links_status: Publisher<LinkUpdate>,
     identify: Identify,
     identify_judge: Option<IdentifyJudge>,
     judge: Option<Judge>,
@@ -196,6 +207,8 @@ pub(crate) struct DriverParts {
     pub(crate) read_budget: usize,
     pub(crate) identify: Identify,
     pub(crate) identify_judge: Option<IdentifyJudge>,
+    /// The hooks of the named links the engine was built with.
+    pub(crate) links: BTreeMap<LinkName, LinkHooks>,
     pub(crate) judge: Option<Judge>,
     pub(crate) tls: Option<ClientTls>,
     pub(crate) default_timeout: Option<std::time::Duration>,
@@ -228,6 +241,8 @@ impl Driver {
             pushes_dropped: 0,
             reports: Publisher::default(),
             link_status: Publisher::default(),
+            links: parts.links,
+            links_status: Publisher::default(),
             identify: parts.identify,
             identify_judge: parts.identify_judge,
             judge: parts.judge,
@@ -378,25 +393,13 @@ impl Driver {
             }
             Output::Event(Event::Push { cmd_id, body }) => {
                 tracing::debug!(target: TRACE_TARGET, cmd_id, len = body.len(), "push");
-                let push = Push { cmd_id, body };
-                let mut dropped = 0;
-                self.subscribers.retain(|s| match s.offer(&push) {
-                    Offer::Queued => true,
-                    Offer::Dropped => {
-                        dropped += 1;
-                        true
-                    }
-                    Offer::Gone => false,
+                self.push(Push {
+                    cmd_id,
+                    body,
+                    link: None,
                 });
-                if dropped > 0 {
-                    tracing::warn!(target: TRACE_TARGET,
-                        cmd_id,
-                        dropped,
-                        "push dropped: a subscriber is not keeping up"
-                    );
-                    self.pushes_dropped += dropped;
-                }
             }
+            Output::Event(Event::Link { link, event }) => self.link_event(link, *event),
             Output::Event(Event::AskIdentify) => {
                 let decision = self.identify.decide(self.long_link_addr());
                 let now = self.now();
@@ -446,6 +449,72 @@ impl Driver {
             _ => {}
         }
     }
+    /// Offers a push to every subscriber.
+    fn push(&mut self, push: Push) {
+        let cmd_id = push.cmd_id;
+        let mut dropped = 0;
+        self.subscribers.retain(|s| match s.offer(&push) {
+            Offer::Queued => true,
+            Offer::Dropped => {
+                dropped += 1;
+                true
+            }
+            Offer::Gone => false,
+        });
+        if dropped > 0 {
+            tracing::warn!(target: TRACE_TARGET,
+                cmd_id,
+                dropped,
+                "push dropped: a subscriber is not keeping up"
+            );
+            self.pushes_dropped += dropped;
+        }
+    }
+
+    /// Something on a named long link: its status, a push, its identify.
+    fn link_event(&mut self, link: LinkName, event: Event) {
+        let now = self.now();
+        match event {
+            Event::LongLink(status) => {
+                tracing::debug!(target: TRACE_TARGET, %link, ?status, "named long link");
+                if let Some(hooks) = self.links.get_mut(&link) {
+                    hooks.status = Some(status);
+                }
+                self.links_status.publish(&LinkUpdate { link, status });
+            }
+            Event::Push { cmd_id, body } => {
+                tracing::debug!(target: TRACE_TARGET, %link, cmd_id, len = body.len(), "push");
+                self.push(Push {
+                    cmd_id,
+                    body,
+                    link: Some(link),
+                });
+            }
+            Event::AskIdentify => {
+                let decision = match self.links.get(&link) {
+                    Some(hooks) => hooks.identify.decide(hooks.addr()),
+                    None => IdentifyDecision::Never,
+                };
+                self.engine.link_identify_answer(now, &link, decision);
+            }
+            Event::IdentifyResponse { cmd_id, body } => {
+                let Some(hooks) = self.links.get(&link) else {
+                    return;
+                };
+                let response = IdentifyResponse {
+                    cmd_id,
+                    body,
+                    addr: hooks.addr(),
+                };
+                let accepted = identify_accepted(hooks.identify_judge.as_ref(), &response);
+                tracing::debug!(target: TRACE_TARGET, %link, cmd_id, accepted, "identify response");
+                self.engine.link_identify_verdict(now, &link, accepted);
+            }
+            // Events added after this driver was written: nothing to do.
+            _ => {}
+        }
+    }
+
     /// The device is on a new network: the proxy is tried first again.
     fn new_network(&mut self) {
         self.dialer.network_changed();
@@ -646,6 +715,24 @@ impl Driver {
             }
             Control::Subscribe(sub) => self.subscribers.push(sub),
             Control::SubscribeReports(sub) => self.reports.add(sub),
+            Control::AddLink(options, tx) => {
+                let (name, spec, hooks) = options.into_parts(self.engine.config().long());
+                let added = self.engine.add_link(now, name.clone(), spec);
+                tracing::info!(target: TRACE_TARGET, link = %name, ?added, "named long link added");
+                if added.is_ok() {
+                    self.links.insert(name, hooks);
+                }
+                let _ = tx.send(added);
+            }
+            Control::RemoveLink(name, tx) => {
+                let removed = self.engine.remove_link(now, &name);
+                tracing::info!(target: TRACE_TARGET, link = %name, ?removed, "named long link removed");
+                self.links.remove(&name);
+                let _ = tx.send(removed);
+            }
+            Control::SubscribeLinks(sub) => {
+                self.links_status.add(sub);
+            }
             Control::SubscribeLinkStatus(sub) => {
                 self.link_status
                     .add_with_current(sub, self.long_link.as_ref());
@@ -899,6 +986,7 @@ impl Driver {
         self.subscribers.clear();
         self.reports.close();
         self.link_status.close();
+        self.links_status.close();
         self.commands.close();
         while let Ok(Command::Submit { reply, .. }) = self.commands.try_recv() {
             let _ = reply.send(Box::new(Finished {

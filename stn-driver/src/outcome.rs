@@ -27,6 +27,8 @@ pub struct Push {
     pub cmd_id: u32,
     /// Its body.
     pub body: Bytes,
+    /// The named long link it came on; `None` for the main link.
+    pub link: Option<stn_proto::LinkName>,
 }
 
 /// What one endpoint looks like to the engine's history.

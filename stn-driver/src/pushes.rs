@@ -128,6 +128,7 @@ mod tests {
 
     fn push(len: usize) -> Push {
         Push {
+            link: None,
             cmd_id: 1,
             body: Bytes::from(vec![7u8; len]),
         }

@@ -195,6 +195,7 @@ use crate::ban::{parse_history, EndpointHistory, ImportError, SECTION_HEARTBEAT}
 use crate::error::{Error, Headers, LocalError, ProtocolError, Response, TimeoutKind};
 use crate::io::{ConnEvent, ConnId, ConnIds};
 use crate::limit::{payload_digest, AntiAvalanche, CheckInput};
+use crate::link_name::LinkName;
 use crate::long_link::{DisconnectReason, IdentifyDecision, LongLink, LongLinkEvent, SendError};
 use crate::monitor::Activity;
 use crate::net::{IpAddr, NetworkKind, SocketAddr};
@@ -219,6 +220,7 @@ mod conns;
 mod dns;
 mod hedge;
 mod judge;
+mod links;
 mod long_slot;
 mod outbox;
 mod pool;
@@ -240,6 +242,7 @@ pub use config::{
     ZombiePolicy, STN_MAX_ABANDONS,
 };
 pub use hedge::HedgePolicy;
+pub use links::{LinkError, LinkSpec, MAX_LINKS};
 pub use pool::PoolConfig;
 pub use types::{Event, Input, JudgeRequest, LinkStatus, Output, Report, SubmitError, Verdict};
 
@@ -247,6 +250,7 @@ use auth::{Auth, AuthKey};
 use candidates::{Candidates, Sources};
 use conns::Owner;
 use judge::Scope;
+use links::Links;
 use long_slot::LongSlot;
 use outbox::Outbox;
 use pool::Pool;
@@ -314,6 +318,8 @@ pub struct Engine {
     limits: AntiAvalanche,
     activity: Activity,
     long: LongSlot,
+    /// The named long links besides `long`.
+    links: Links,
     network: NetworkKind,
     /// The last network that was not `None`.
     last_network: NetworkKind,
@@ -360,6 +366,7 @@ impl Engine {
             limits: AntiAvalanche::new(now, config.limits.clone(), config.foreground),
             activity: Activity::new(now, config.long.monitor.activity.clone(), config.foreground),
             long: LongSlot::new(long),
+            links: Links::default(),
             network,
             last_network: timeouts_net,
             auth: Auth::default(),
@@ -376,12 +383,12 @@ impl Engine {
 
     /// Tasks held (queued, running or parked).
     pub fn task_count(&self) -> usize {
-        self.tasks.len()
+        self.tasks.len() + self.links.task_count()
     }
 
     /// Whether the task is still held (it has not finished).
     pub fn has_task(&self, id: TaskId) -> bool {
-        self.tasks.contains(id)
+        self.tasks.contains(id) || self.links.has_task(id)
     }
 
     /// Short-link attempts running.
@@ -407,7 +414,119 @@ impl Engine {
 
     /// Connections the engine considers open (asked for, not yet closed).
     pub fn open_connections(&self) -> usize {
-        self.out.open_connections()
+        self.out.open_connections() + self.links.open_connections()
+    }
+
+    // ---- named long links ----
+
+    /// Adds a named long link besides the main one (Mars
+    /// `CreateLonglink_ext`): its own endpoints, racing, codec, heartbeat,
+    /// identify, reconnect monitor, endpoint bans and tasks in flight, as
+    /// `spec` says; everything else (timeouts, limits, the network, the
+    /// foreground flag, authentication) as this engine's. It connects as
+    /// the main link does (on the first [`handle_timeout`](Self::handle_timeout)
+    /// or a task). A task names it with [`Task::on_link`]; its status and
+    /// pushes come as [`Event::Link`], its reports carry its name.
+    ///
+    /// # Errors
+    ///
+    /// [`LinkError`] if the name is taken, [`MAX_LINKS`] links exist, the
+    /// endpoints give nothing to connect to, or the engine is shut down.
+    ///
+    /// ```
+    /// use stn_proto::config::LongLinkEndpoints;
+    /// use stn_proto::{Config, Engine, Instant, LinkName, LinkSpec, Task};
+    ///
+    /// let mut engine = Engine::new(Instant::ZERO, Config::default());
+    /// let mut endpoints = LongLinkEndpoints::default();
+    /// endpoints.ips = vec!["127.0.0.1".parse().unwrap()];
+    /// endpoints.ports = vec![8082];
+    /// let push = LinkName::new("push").unwrap();
+    /// let spec = LinkSpec::new(endpoints, engine.config().long().clone());
+    /// engine.add_link(Instant::ZERO, push.clone(), spec).unwrap();
+    /// let task = Task::new(7, "", "hi").on_link(push.clone());
+    /// let id = engine.submit(Instant::ZERO, task).unwrap();
+    /// assert!(engine.has_task(id));
+    /// engine.remove_link(Instant::ZERO, &push).unwrap();
+    /// // The task ends with the link named as the cause.
+    /// let ended = std::iter::from_fn(|| engine.poll_output()).find_map(|o| match o {
+    ///     stn_proto::Output::Event(stn_proto::Event::TaskFinished { id: i, outcome, .. }) => {
+    ///         Some((i, outcome.unwrap_err().to_string()))
+    ///     }
+    ///     _ => None,
+    /// });
+    /// assert_eq!(ended.map(|(i, _)| i), Some(id));
+    /// ```
+    pub fn add_link(
+        &mut self,
+        now: Instant,
+        name: LinkName,
+        spec: LinkSpec,
+    ) -> Result<(), LinkError> {
+        let now = self.clock.observe(now);
+        if self.shut_down {
+            return Err(LinkError::ShutDown);
+        }
+        let mut links = std::mem::take(&mut self.links);
+        let added = links.add(now, self, name, spec);
+        self.links = links;
+        added
+    }
+
+    /// Removes a named long link: each task on it, queued or in flight, ends
+    /// once with [`LocalError::LinkRemoved`] naming it; its connection
+    /// closes. The name may be added again at once.
+    ///
+    /// # Errors
+    ///
+    /// [`LinkError::Unknown`] if there is no link of that name.
+    pub fn remove_link(&mut self, now: Instant, name: &LinkName) -> Result<(), LinkError> {
+        self.links.remove(now, name)
+    }
+
+    /// The named long links, in the order they were added.
+    pub fn links(&self) -> impl Iterator<Item = &LinkName> {
+        self.links.names()
+    }
+
+    /// Whether the named link is connected (`None`: no such link).
+    pub fn link_connected(&self, name: &LinkName) -> Option<bool> {
+        self.links.get(name).map(Engine::long_link_connected)
+    }
+
+    /// Tasks awaiting a response on the named link (`None`: no such link).
+    pub fn link_in_flight(&self, name: &LinkName) -> Option<usize> {
+        self.links.get(name).map(Engine::long_in_flight)
+    }
+
+    /// The app's answer to [`Event::AskIdentify`] of the named link ([`Event::Link`])
+    /// (ignored for an unknown link).
+    pub fn link_identify_answer(
+        &mut self,
+        now: Instant,
+        name: &LinkName,
+        decision: IdentifyDecision,
+    ) {
+        if let Some(link) = self.links.get_mut(name) {
+            link.identify_answer(now, decision);
+        }
+    }
+
+    /// The app's verdict on the named link's [`Event::IdentifyResponse`]
+    /// (as [`identify_verdict`](Self::identify_verdict); ignored for an
+    /// unknown link).
+    pub fn link_identify_verdict(&mut self, now: Instant, name: &LinkName, accepted: bool) {
+        if let Some(link) = self.links.get_mut(name) {
+            link.identify_verdict(now, accepted);
+        }
+    }
+
+    /// [`make_sure_long_link_connected`](Self::make_sure_long_link_connected)
+    /// for the named link (ignored for an unknown link).
+    pub fn make_sure_link_connected(&mut self, now: Instant, name: &LinkName) {
+        if let Some(link) = self.links.get_mut(name) {
+            link.make_sure_long_link_connected(now);
+        }
     }
 
     /// The network the engine believes it is on.
@@ -441,6 +560,13 @@ impl Engine {
         }
         task.validate()?;
         let mut channel = task.effective_channel()?;
+        if let Some(name) = task.link.clone() {
+            if channel == Channel::Short {
+                return Err(SubmitError::ShortOnlyOnLink(name));
+            }
+            let task = Task { link: None, ..task };
+            return self.links.submit(now, &mut self.tasks, &name, task);
+        }
         // A disabled long link is still configured: its tasks are accepted
         // and dispatch ends the long-only ones with the cause.
         if self.long.get().is_none() && !self.long.is_disabled() {
@@ -531,6 +657,10 @@ impl Engine {
     /// Cancels a task: it ends with [`Error::Cancelled`] (exactly once; an
     /// unknown or finished id is ignored). Its connections are closed.
     pub fn cancel(&mut self, now: Instant, id: TaskId) {
+        if let Some((link, inner)) = self.links.task(id) {
+            link.cancel(now, inner);
+            return;
+        }
         let now = self.clock.observe(now);
         if self.tasks.contains(id) {
             self.stop_with_report(now, id, Error::Cancelled);
@@ -544,6 +674,7 @@ impl Engine {
     /// redone and parked tasks replayed. `NetworkKind::None` is a loss.
     pub fn network_changed(&mut self, now: Instant, kind: NetworkKind) {
         let now = self.clock.observe(now);
+        self.links.each(|e| e.network_changed(now, kind));
         // A refusal on another network says nothing about this one.
         self.long.set_refusal(None);
         if self.shut_down {
@@ -579,6 +710,7 @@ impl Engine {
     /// ones until the network is back ([`NoNetworkPolicy::WaitAll`]).
     pub fn network_lost(&mut self, now: Instant) {
         let now = self.clock.observe(now);
+        self.links.each(|e| e.network_lost(now));
         // A refusal on another network says nothing about this one.
         self.long.set_refusal(None);
         if self.config.no_network == NoNetworkPolicy::WaitAll {
@@ -595,6 +727,7 @@ impl Engine {
     /// and parked ones go at once and the long link reconnects now.
     pub fn network_available(&mut self, now: Instant, kind: NetworkKind) {
         let now = self.clock.observe(now);
+        self.links.each(|e| e.network_available(now, kind));
         // A refusal on another network says nothing about this one.
         self.long.set_refusal(None);
         if self.shut_down {
@@ -624,6 +757,7 @@ impl Engine {
     /// flow-limit drain rate).
     pub fn set_foreground(&mut self, now: Instant, foreground: bool) {
         let now = self.clock.observe(now);
+        self.links.each(|e| e.set_foreground(now, foreground));
         if self.shut_down {
             return;
         }
@@ -643,6 +777,7 @@ impl Engine {
     /// timeout de-authenticated. Starts `false`.
     pub fn set_authed(&mut self, now: Instant, authed: bool) {
         let now = self.clock.observe(now);
+        self.links.each(|e| e.set_authed(now, authed));
         self.auth.set_all(authed);
         self.run(now);
     }
@@ -686,6 +821,9 @@ impl Engine {
         authed: bool,
     ) -> bool {
         let now = self.clock.observe(now);
+        self.links.each(|e| {
+            e.set_host_authed(now, host, user_id, authed);
+        });
         let key = AuthKey {
             host: host.to_owned(),
             user: user_id.map(str::to_owned),
@@ -730,9 +868,27 @@ impl Engine {
             return;
         }
         match input {
-            Input::Conn { conn, event } => self.conn_event(now, conn, event),
-            Input::Resolved { host, addrs } => self.resolved(now, host, addrs),
-            Input::ResolveFailed { host } => self.resolved(now, host, Vec::new()),
+            Input::Conn { conn, event } => {
+                if self.links.conn_event(now, conn, event.clone()) {
+                    return;
+                }
+                self.conn_event(now, conn, event);
+            }
+            Input::Resolved { host, addrs } => {
+                // Each engine takes the answers it asked for.
+                self.links.each(|e| {
+                    let (host, addrs) = (host.clone(), addrs.clone());
+                    e.handle_input(now, Input::Resolved { host, addrs });
+                });
+                self.resolved(now, host, addrs);
+            }
+            Input::ResolveFailed { host } => {
+                self.links.each(|e| {
+                    let host = host.clone();
+                    e.handle_input(now, Input::ResolveFailed { host });
+                });
+                self.resolved(now, host, Vec::new());
+            }
         }
         self.run(now);
     }
@@ -740,6 +896,7 @@ impl Engine {
     /// Processes every timer due at `now`. Idempotent; safe to call early.
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock.observe(now);
+        self.links.each(|e| e.handle_timeout(now));
         self.run(now);
     }
 
@@ -750,17 +907,23 @@ impl Engine {
         if self.shut_down {
             return;
         }
+        self.links.shutdown(now);
+        self.stop_all(now, Error::Shutdown);
+    }
+
+    /// Shuts down: every task ends with `error`, every connection closes.
+    fn stop_all(&mut self, now: Instant, error: Error) {
         self.shut_down = true;
         self.out.refuse_connects();
         for id in self.tasks.ids() {
-            self.stop_with_report(now, id, Error::Shutdown);
+            self.stop_with_report(now, id, error.clone());
         }
         if let Some(long) = self.long.get_mut() {
             long.disconnect(now, DisconnectReason::Shutdown);
         }
         self.pump_long(now);
         for id in self.tasks.ids() {
-            self.finish(id, Err(Error::Shutdown));
+            self.finish(id, Err(error.clone()));
         }
         self.pool.forget_all();
         self.probes.forget_all();
@@ -769,7 +932,11 @@ impl Engine {
 
     /// The next output, if any. Drain until `None` after every call.
     pub fn poll_output(&mut self) -> Option<Output> {
-        self.out.pop()
+        match self.out.pop() {
+            Some(out) => Some(out),
+            None if self.links.is_empty() => None,
+            None => self.links.poll_output(&mut self.ids, &mut self.tasks),
+        }
     }
 
     /// When to call [`handle_timeout`](Self::handle_timeout) next. After a
@@ -787,6 +954,7 @@ impl Engine {
             self.probes.next_timeout(),
             hedges.and_then(|p| self.tasks.next_hedge_start(p, self.rtt.hint())),
             self.long.get().and_then(LongLink::poll_timeout),
+            self.links.poll_timeout(),
         ]
         .into_iter()
         .flatten()
@@ -802,6 +970,9 @@ impl Engine {
     /// already, or the engine is shut down. See [`Verdict`] for what each
     /// verdict does. The task's deadline keeps running while the app judges.
     pub fn judge(&mut self, now: Instant, id: TaskId, verdict: Verdict) -> bool {
+        if let Some((link, inner)) = self.links.task(id) {
+            return link.judge(now, inner, verdict);
+        }
         let now = self.clock.observe(now);
         if self.shut_down {
             return false;
@@ -881,6 +1052,7 @@ impl Engine {
     /// timeouts are kept: unlike a network change, the network is the same.
     pub fn redo_tasks(&mut self, now: Instant) {
         let now = self.clock.observe(now);
+        self.links.each(|e| e.redo_tasks(now));
         if self.shut_down {
             return;
         }
@@ -899,13 +1071,15 @@ impl Engine {
     /// closes their connections. Returns how many there were.
     pub fn clear_tasks(&mut self, now: Instant) -> usize {
         let now = self.clock.observe(now);
+        let mut linked = 0;
+        self.links.each(|e| linked += e.clear_tasks(now));
         let ids = self.tasks.ids();
         for &id in &ids {
             self.stop_with_report(now, id, Error::Cancelled);
             self.finish(id, Err(Error::Cancelled));
         }
         self.run(now);
-        ids.len()
+        ids.len() + linked
     }
 
     /// Asks for the long link now if it is down (Mars
@@ -1000,6 +1174,7 @@ impl Engine {
     /// every network change.
     pub fn set_network_label(&mut self, now: Instant, label: &str) {
         let now = self.clock.observe(now);
+        self.links.each(|e| e.set_network_label(now, label));
         if self.shut_down {
             return;
         }

@@ -216,6 +216,15 @@ pub enum LocalError {
     /// `kEctLocalLongLinkUnAvailable` code).
     #[error("the long link is disabled by the app (set_long_link_enabled(false))")]
     LongLinkDisabled,
+    /// The task ran on a named long link and the app removed that link
+    /// ([`Engine::remove_link`](crate::Engine::remove_link)) while the task
+    /// was queued or in flight on it (reported with Mars's
+    /// `kEctLocalLongLinkUnAvailable` code).
+    #[error("the long link {link:?} was removed (remove_link) while the task was on it")]
+    LinkRemoved {
+        /// The link removed.
+        link: crate::LinkName,
+    },
 }
 
 /// Name resolution failed.
@@ -475,9 +484,9 @@ impl Error {
                     LocalError::InvalidTask(e) => e.mars_code(),
                     LocalError::NoNetwork => LOCAL_NO_NET,
                     LocalError::Interrupted => LOCAL_CANCEL,
-                    LocalError::LongLinkUnavailable | LocalError::LongLinkDisabled => {
-                        LOCAL_LONG_LINK_UNAVAILABLE
-                    }
+                    LocalError::LongLinkUnavailable
+                    | LocalError::LongLinkDisabled
+                    | LocalError::LinkRemoved { .. } => LOCAL_LONG_LINK_UNAVAILABLE,
                 },
             ),
             Error::Rejected(_) => (ECT_LOCAL, LOCAL_ANTI_AVALANCHE),
@@ -591,6 +600,15 @@ mod tests {
             ),
             (
                 LocalError::LongLinkDisabled.into(),
+                (9, -16),
+                F::Local,
+                false,
+            ),
+            (
+                LocalError::LinkRemoved {
+                    link: crate::LinkName::new("push").unwrap(),
+                }
+                .into(),
                 (9, -16),
                 F::Local,
                 false,

@@ -113,6 +113,7 @@ mod heartbeat;
 mod id_map;
 mod io;
 mod limit;
+mod link_name;
 mod long_link;
 mod monitor;
 pub mod nat64;
@@ -133,7 +134,8 @@ mod tls;
 
 // The engine and what flows in and out of it.
 pub use engine::{
-    Config, Engine, Event, Input, JudgeRequest, LinkStatus, Output, Report, SubmitError, Verdict,
+    Config, Engine, Event, Input, JudgeRequest, LinkError, LinkSpec, LinkStatus, Output, Report,
+    SubmitError, Verdict, MAX_LINKS,
 };
 pub use profile::{Profile, UnknownProfile};
 // Tasks and how they end.
@@ -142,6 +144,7 @@ pub use error::{
     SocketError, TimeoutKind,
 };
 pub use limit::LimitKind;
+pub use link_name::{LinkName, LinkNameError, MAX_LINK_NAME_LEN};
 pub use task::{BodyRequest, BodySource, Channel, ChannelStrategy, Task, TaskError, TaskId};
 // The adapter's side: sockets, the network, time.
 pub use io::{CloseReason, ConnEvent, ConnId, IoAction};

@@ -315,6 +315,11 @@ pub struct Task {
     pub body: Bytes,
     /// Which link may carry the task. Default [`Channel::Both`].
     pub channel: Channel,
+    /// The named long link the task runs on (Mars's `channel_id`); `None`
+    /// (the default) is the main long link or the short link, as
+    /// [`channel`](Self::channel) says. A task on a named link uses that
+    /// link only: its channel must allow the long link.
+    pub link: Option<crate::LinkName>,
     /// How a `Both` task picks its link. Default [`ChannelStrategy::Normal`].
     pub channel_strategy: ChannelStrategy,
     /// 0 (highest) ..= 5 (lowest); the queue is FIFO within a priority.
@@ -415,6 +420,7 @@ impl Task {
             host: None,
             body: body.into(),
             channel: Channel::Both,
+            link: None,
             channel_strategy: ChannelStrategy::Normal,
             priority: DEFAULT_PRIORITY,
             retry_count: None,
@@ -475,6 +481,13 @@ impl Task {
     #[must_use]
     pub fn channel(mut self, channel: Channel) -> Self {
         self.channel = channel;
+        self
+    }
+
+    /// Sets [`Task::link`]: the task runs on the named long link.
+    #[must_use]
+    pub fn on_link(mut self, link: crate::LinkName) -> Self {
+        self.link = Some(link);
         self
     }
 

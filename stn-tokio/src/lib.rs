@@ -86,8 +86,8 @@ pub mod client;
 
 #[doc(inline)]
 pub use client::{
-    Attempt, BuildError, Client, ClientBuilder, Endpoint, Error, ErrorKind, Finished, Push, Pushes,
-    Snapshot, TokioRuntime,
+    Attempt, BuildError, Client, ClientBuilder, Endpoint, Error, ErrorKind, Finished, LinkOptions,
+    LinkUpdate, Push, Pushes, Snapshot, TokioRuntime,
 };
 #[doc(inline)]
 pub use stn_proto::{Channel, Headers, HttpReply, Response, Task};

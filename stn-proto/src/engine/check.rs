@@ -19,8 +19,14 @@ use std::collections::{BTreeMap, BTreeSet};
 use bytes::Bytes;
 
 use crate::codec::longlink::{encode_to_bytes, CodecConfig, Frame, FrameDecoder};
-use crate::engine::{Config, Engine, Event, Input, Output, Verdict};
+use crate::engine::{
+    Config, Engine, Event, Input, LinkError, LinkSpec, LongLinkEndpoints, Output, SubmitError,
+    Verdict, MAX_LINKS,
+};
+use crate::error::{Error, LocalError};
 use crate::io::{CloseReason, ConnEvent, ConnId, IoAction};
+use crate::link_name::LinkName;
+use crate::long_link::IdentifyDecision;
 use crate::net::{ConnectError, IpAddr};
 use crate::profile::Profile;
 use crate::task::{Channel, ChannelStrategy, Task, TaskId};
@@ -51,6 +57,11 @@ pub(crate) enum ConnOp {
     /// TCP connects and the TLS session offers `max * 8` bytes of early data
     /// (the handshake's end is a later `Connected`, `Failed` or `Closed`).
     Early(u16),
+}
+
+/// The name of the model's named link `k` (three names, so that ops meet).
+fn link_name(k: u8) -> LinkName {
+    LinkName::new(["l0", "l1", "l2"][usize::from(k % 3)]).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn ip(a: u8, b: u8, c: u8, d: u8) -> IpAddr {
@@ -93,6 +104,10 @@ pub(crate) struct World {
     ever: BTreeSet<ConnId>,
     /// Hosts the engine asked to resolve, not yet answered.
     resolves: Vec<String>,
+    /// Accepted tasks that named a link, and the link.
+    on_link: BTreeMap<TaskId, LinkName>,
+    /// Tasks that ended because their link was removed, and the link.
+    removed_ends: BTreeMap<TaskId, LinkName>,
     shut_down: bool,
     /// Every action, in order (for the determinism checks).
     pub(crate) trace: Vec<Output>,
@@ -132,6 +147,8 @@ impl World {
             open: Default::default(),
             ever: Default::default(),
             resolves: Vec::new(),
+            on_link: BTreeMap::new(),
+            removed_ends: BTreeMap::new(),
             shut_down: false,
             trace: Vec::new(),
         };
@@ -193,11 +210,19 @@ impl World {
                     );
                 }
                 Output::Resolve { host } => self.resolves.push(host.clone()),
-                Output::Event(Event::TaskFinished { id, .. }) => {
+                Output::Event(Event::TaskFinished { id, outcome, .. }) => {
                     assert!(
                         self.submitted.contains(id),
                         "task {id} finished but was never accepted"
                     );
+                    if let Err(Error::Local(LocalError::LinkRemoved { link })) = outcome {
+                        assert_eq!(
+                            self.on_link.get(id),
+                            Some(link),
+                            "task {id} ended by {link}"
+                        );
+                        self.removed_ends.insert(*id, link.clone());
+                    }
                     let n = self.finished.entry(*id).or_insert(0);
                     *n += 1;
                     assert_eq!(*n, 1, "task {id} finished twice");
@@ -222,9 +247,10 @@ impl World {
                 // (by a verdict, a cancel, the deadline or another task's
                 // verdict): no verdict is awaited after it.
                 Output::Event(Event::Report(r)) => {
+                    assert_eq!(r.link.as_ref(), self.on_link.get(&r.task), "report's link");
                     self.judging.remove(&r.task);
                 }
-                Output::Event(Event::LongLink(_)) => {}
+                Output::Event(Event::LongLink(_) | Event::Link { .. }) => {}
             }
             self.trace.push(a);
         }
@@ -242,9 +268,16 @@ impl World {
                 self.now
             );
         }
-        assert!(self.e.task_count() <= self.config.max_queued_tasks);
+        // Each named link holds its own queue and link under the same caps.
+        let links: Vec<LinkName> = self.e.links().cloned().collect();
+        assert!(links.len() <= MAX_LINKS);
+        assert!(self.e.task_count() <= self.config.max_queued_tasks * (1 + links.len()));
         assert!(self.e.short_in_flight() <= self.config.max_in_flight_short);
         assert!(self.e.long_in_flight() <= self.config.long.max_in_flight_tasks);
+        for l in &links {
+            let in_flight = self.e.link_in_flight(l).unwrap_or(0);
+            assert!(in_flight <= self.config.long.max_in_flight_tasks);
+        }
         // Each short attempt races at most `RaceConfig::max_open`
         // connections (stn: 3 slots + 3 floor + 6 probes), and so does its
         // hedge (stn), beside its first exchange's connection; the long link
@@ -275,7 +308,7 @@ impl World {
         assert!(
             self.e.open_connections()
                 <= self.e.short_in_flight() * per_short
-                    + per_race(&self.config.long.race)
+                    + per_race(&self.config.long.race) * (1 + links.len())
                     + pooled
                     + probes
         );
@@ -474,6 +507,72 @@ impl World {
         flags: u8,
         body: u8,
     ) {
+        let t = Self::task(channel, priority, retries, flags, body);
+        self.submit_task(t);
+    }
+
+    /// [`submit`](Self::submit) on the named link `k` (of three names).
+    pub(crate) fn submit_on_link(
+        &mut self,
+        k: u8,
+        priority: u8,
+        retries: Option<u8>,
+        flags: u8,
+        body: u8,
+    ) {
+        let t = Self::task(1, priority, retries, flags, body).on_link(link_name(k));
+        self.submit_task(t);
+    }
+
+    /// Adds the named link `k` (of three names), at its own IP.
+    pub(crate) fn add_link(&mut self, k: u8) {
+        let k = k % 3;
+        let ep = LongLinkEndpoints {
+            ips: vec![ip(10, 0, 2, k + 1)],
+            ports: vec![LONG_PORT],
+            ..LongLinkEndpoints::default()
+        };
+        let spec = LinkSpec::new(ep, self.config.long.clone());
+        let name = link_name(k);
+        let exists = self.e.links().any(|l| *l == name);
+        let expected = match (self.shut_down, exists) {
+            (true, _) => Err(LinkError::ShutDown),
+            (false, true) => Err(LinkError::Exists(name.clone())),
+            (false, false) => Ok(()),
+        };
+        assert_eq!(self.e.add_link(self.now, name, spec), expected);
+        self.drain();
+    }
+
+    /// Removes the named link `k`: every task held on it ends, with the
+    /// link named.
+    pub(crate) fn remove_link(&mut self, k: u8) {
+        let name = link_name(k);
+        let held: Vec<TaskId> = (self.on_link.iter())
+            .filter(|(id, l)| **l == name && !self.finished.contains_key(id))
+            .map(|(id, _)| *id)
+            .collect();
+        let known = self.e.links().any(|l| *l == name);
+        assert_eq!(self.e.remove_link(self.now, &name).is_ok(), known);
+        self.drain();
+        if known {
+            for id in held {
+                assert_eq!(
+                    self.removed_ends.get(&id),
+                    Some(&name),
+                    "task {id} on {name}"
+                );
+            }
+        }
+    }
+
+    /// The app answers the identify question of the named link `k`.
+    pub(crate) fn link_identify(&mut self, k: u8, decision: IdentifyDecision) {
+        let name = link_name(k);
+        self.call(|e, now| e.link_identify_answer(now, &name, decision));
+    }
+
+    fn task(channel: u8, priority: u8, retries: Option<u8>, flags: u8, body: u8) -> Task {
         let channel = channel % 3;
         let keep_alive = body & 4 != 0;
         let early_data = body & 8 != 0;
@@ -531,12 +630,24 @@ impl World {
                 "c.example"
             });
         }
+        t
+    }
+
+    fn submit_task(&mut self, t: Task) {
         let held = self.e.task_count();
+        let link = t.link.clone();
         match self.e.submit(self.now, t) {
             Ok(id) => {
                 assert!(!self.shut_down, "submit accepted after shutdown");
                 assert!(!self.submitted.contains(&id), "id {id} reused");
                 self.submitted.push(id);
+                if let Some(l) = link {
+                    self.on_link.insert(id, l);
+                }
+            }
+            Err(SubmitError::UnknownLink(l)) => {
+                assert!(!self.e.links().any(|x| *x == l), "{l} exists");
+                assert_eq!(self.e.task_count(), held, "refused task held");
             }
             // A refused task gets no id, holds nothing, and (checked by the
             // drain) produces no TaskFinished.

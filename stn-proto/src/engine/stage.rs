@@ -180,6 +180,7 @@ impl Entry {
             task: id,
             attempt: self.attempts,
             channel,
+            link: None,
             started,
             ended: now,
             endpoint: None,

@@ -2,6 +2,7 @@
 //! zombie indexes, and the running short-link attempts' timers. The one
 //! place a task changes [`Stage`], so every index agrees with the stages.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use crate::task::{TaskId, TaskTable};
@@ -28,6 +29,10 @@ pub(super) enum Stopped {
 #[derive(Debug)]
 pub(super) struct Tasks {
     table: TaskTable<Entry>,
+    /// Ids of the tasks held by the named long links (each link's engine
+    /// has its own ids; these are the ones the app sees), so that no task
+    /// here gets one.
+    foreign: BTreeSet<TaskId>,
     next_id: TaskId,
     /// Submissions so far: the queue's FIFO order within a priority.
     counter: u64,
@@ -50,6 +55,7 @@ impl Tasks {
     pub(super) fn new(now: Instant) -> Self {
         Tasks {
             table: TaskTable::default(),
+            foreign: BTreeSet::new(),
             next_id: TaskId::FIRST,
             counter: 0,
             queue: Queue::default(),
@@ -98,13 +104,31 @@ impl Tasks {
 
     /// A fresh id and the queue order of a new task of `priority`.
     pub(super) fn allocate(&mut self, priority: u8) -> (TaskId, Order) {
+        let id = self.next_free_id();
+        self.counter += 1;
+        (id, (priority, self.counter))
+    }
+
+    fn next_free_id(&mut self) -> TaskId {
         let mut id = self.next_id;
-        while self.table.contains_key(&id) || id.is_reserved() {
+        while self.table.contains_key(&id) || self.foreign.contains(&id) || id.is_reserved() {
             id = id.next();
         }
         self.next_id = id.next();
-        self.counter += 1;
-        (id, (priority, self.counter))
+        id
+    }
+
+    /// An id for a task a named long link holds, kept from every other
+    /// task until [`release_foreign`](Self::release_foreign).
+    pub(super) fn reserve_foreign(&mut self) -> TaskId {
+        let id = self.next_free_id();
+        self.foreign.insert(id);
+        id
+    }
+
+    /// The named link's task `id` ended: its id may be used again.
+    pub(super) fn release_foreign(&mut self, id: TaskId) {
+        self.foreign.remove(&id);
     }
 
     /// Holds a new task (stage [`Stage::Settling`]: the caller queues or

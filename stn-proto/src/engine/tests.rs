@@ -18,6 +18,7 @@ use crate::test_util::{ms, secs};
 mod auth_controls;
 mod banned_last;
 mod early_data;
+mod links;
 mod networks;
 mod prop;
 mod proxy_failures;

@@ -4,6 +4,7 @@ use bytes::Bytes;
 
 use crate::error::{HttpReply, Outcome, Response};
 use crate::io::{ConnEvent, ConnId, IoAction};
+use crate::link_name::LinkName;
 use crate::net::{IpAddr, SocketAddr};
 use crate::task::{Channel, TaskError, TaskId};
 use crate::time::{Duration, Instant};
@@ -65,6 +66,9 @@ pub struct Report {
     pub attempt: u32,
     /// The link used: [`Channel::Short`] or [`Channel::Long`].
     pub channel: Channel,
+    /// The named long link used ([`Task::link`](crate::Task::link)); `None`
+    /// for the main long link and the short link.
+    pub link: Option<LinkName>,
     /// When the attempt started.
     pub started: Instant,
     /// When it ended.
@@ -172,6 +176,19 @@ pub enum Event {
     Report(Box<Report>),
     /// The long link's status changed.
     LongLink(LinkStatus),
+    /// Something on a named long link
+    /// ([`Engine::add_link`](super::Engine::add_link)), said as the main
+    /// link says it: [`Event::LongLink`], [`Event::Push`],
+    /// [`Event::AskIdentify`] (answer with
+    /// [`Engine::link_identify_answer`](super::Engine::link_identify_answer))
+    /// or [`Event::IdentifyResponse`] (answer with
+    /// [`Engine::link_identify_verdict`](super::Engine::link_identify_verdict)).
+    Link {
+        /// The link.
+        link: LinkName,
+        /// What happened on it (boxed: outputs stay small).
+        event: Box<Event>,
+    },
 }
 
 /// A response waiting for the app's verdict ([`Event::Judge`]).
@@ -279,4 +296,12 @@ pub enum SubmitError {
     /// [`Engine::shutdown`](super::Engine::shutdown) was called.
     #[error("the engine is shut down")]
     ShutDown,
+    /// The task names a long link ([`Task::link`](crate::Task::link)) the
+    /// engine does not have (never added, or removed).
+    #[error("the task names the long link {0:?}, and there is no link of that name")]
+    UnknownLink(LinkName),
+    /// The task names a long link but may only use the short link (its
+    /// channel is `Short`, or its `cmd_id` is 0).
+    #[error("the task names the long link {0:?}, and may only use the short link")]
+    ShortOnlyOnLink(LinkName),
 }

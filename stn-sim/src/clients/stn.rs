@@ -22,7 +22,7 @@ use stn_proto::ConnectError;
 use stn_proto::IdentifyDecision;
 use stn_proto::Instant;
 use stn_proto::Profile;
-use stn_proto::{Channel, Task, TaskId};
+use stn_proto::{Channel, LinkName, LinkSpec, Task, TaskId};
 use stn_proto::{CloseReason, ConnEvent, ConnId, IoAction};
 use stn_proto::{
     Config, Engine, Event, HeartbeatState, Input, LinkStatus, Output, Report, Verdict,
@@ -69,6 +69,11 @@ pub struct StnClientConfig {
     /// Every task allows TLS early data (`Task::early_data`: the calls are
     /// idempotent); the profile decides whether the engine sends any.
     pub early_data: bool,
+    /// Named long links the engine starts with ([`Engine::add_link`]).
+    pub links: Vec<(LinkName, LinkSpec)>,
+    /// The link of each call, cycled by call id (`None`: the main link or
+    /// the short link); empty: every call as `channel` says.
+    pub call_links: Vec<Option<LinkName>>,
 }
 
 impl StnClientConfig {
@@ -112,6 +117,8 @@ impl StnClientConfig {
             stack,
             keep_alive: false,
             early_data: false,
+            links: Vec::new(),
+            call_links: Vec::new(),
         }
     }
 }
@@ -288,8 +295,17 @@ impl StnClient {
     }
 
     fn engine_mut(&mut self, now: Instant) -> &mut Engine {
-        let cfg = self.cfg.engine.clone();
-        self.engine.get_or_insert_with(|| Engine::new(now, cfg))
+        let cfg = &self.cfg;
+        let violations = &mut self.violations;
+        self.engine.get_or_insert_with(|| {
+            let mut engine = Engine::new(now, cfg.engine.clone());
+            for (name, spec) in &cfg.links {
+                if let Err(e) = engine.add_link(now, name.clone(), spec.clone()) {
+                    violations.push(format!("link {name} not added: {e}"));
+                }
+            }
+            engine
+        })
     }
 
     /// Drains the engine's actions into socket operations, feeding back
@@ -406,6 +422,11 @@ impl StnClient {
             }
             Output::Event(Event::AskIdentify) => {
                 engine.identify_answer(now, IdentifyDecision::Never)
+            }
+            Output::Event(Event::Link { link, event }) => {
+                if matches!(*event, Event::AskIdentify) {
+                    engine.link_identify_answer(now, &link, IdentifyDecision::Never);
+                }
             }
             // The simulated app decodes every response it gets (the bench's
             // tasks do not ask to be judged; a scenario's may).
@@ -532,6 +553,11 @@ impl CallClient for StnClient {
         }
         if self.cfg.early_data {
             task = task.early_data(true);
+        }
+        let links = &self.cfg.call_links;
+        let pick = usize::try_from(id.0).unwrap_or(0) % links.len().max(1);
+        if let Some(Some(link)) = links.get(pick) {
+            task = task.on_link(link.clone());
         }
         let connects = self.connects;
         match self.engine_mut(now).submit(now, task) {

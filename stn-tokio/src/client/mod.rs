@@ -16,8 +16,8 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
 pub use stn_driver::{
-    Attempt, BuildError, Endpoint, EndpointError, EndpointState, Error, ErrorKind, Finished, Push,
-    Pushes, Snapshot,
+    Attempt, BuildError, Endpoint, EndpointError, EndpointState, Error, ErrorKind, Finished,
+    LinkOptions, LinkUpdate, Push, Pushes, Snapshot,
 };
 
 /// The stn client on tokio. Build one with `Client::builder()` inside a

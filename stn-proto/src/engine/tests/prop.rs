@@ -33,6 +33,17 @@ enum Op {
         body: u8,
     },
     Cancel(usize),
+    /// Adds, removes, or submits a long task to one of three named links.
+    AddLink(u8),
+    RemoveLink(u8),
+    LinkSubmit {
+        link: u8,
+        priority: u8,
+        retries: Option<u8>,
+        flags: u8,
+        body: u8,
+    },
+    LinkIdentify(u8, u8),
     /// Something happens on the `pick`-th open connection.
     Conn {
         pick: usize,
@@ -93,6 +104,18 @@ fn op() -> impl Strategy<Value = Op> {
             }
         ),
         1 => any::<usize>().prop_map(Op::Cancel),
+        1 => (0u8..3).prop_map(Op::AddLink),
+        1 => (0u8..3).prop_map(Op::RemoveLink),
+        3 => (0u8..3, 0u8..6, proptest::option::of(0u8..3), any::<u8>(), 0u8..16).prop_map(
+            |(link, priority, retries, flags, body)| Op::LinkSubmit {
+                link,
+                priority,
+                retries,
+                flags,
+                body
+            }
+        ),
+        1 => (0u8..3, 0u8..3).prop_map(|(k, d)| Op::LinkIdentify(k, d)),
         2 => Just(Op::ServeAll),
         10 => (any::<usize>(), conn_op()).prop_map(|(pick, what)| Op::Conn { pick, what }),
         1 => (any::<usize>(), conn_op()).prop_map(|(pick, what)| Op::Stale { pick, what }),
@@ -124,6 +147,17 @@ fn network(n: u8) -> NetworkKind {
     }
 }
 
+fn identify(k: u8) -> IdentifyDecision {
+    match k {
+        0 => IdentifyDecision::Never,
+        1 => IdentifyDecision::Next,
+        _ => IdentifyDecision::Now {
+            body: Bytes::from_static(b"id"),
+            cmd_id: 99,
+        },
+    }
+}
+
 fn apply(w: &mut World, op: Op) {
     match op {
         Op::Submit {
@@ -134,6 +168,16 @@ fn apply(w: &mut World, op: Op) {
             body,
         } => w.submit(channel, priority, retries, flags, body),
         Op::Cancel(i) => w.cancel(i),
+        Op::AddLink(k) => w.add_link(k),
+        Op::RemoveLink(k) => w.remove_link(k),
+        Op::LinkSubmit {
+            link,
+            priority,
+            retries,
+            flags,
+            body,
+        } => w.submit_on_link(link, priority, retries, flags, body),
+        Op::LinkIdentify(k, d) => w.link_identify(k, identify(d)),
         Op::Conn { pick, what } => w.conn(pick, what),
         Op::Stale { pick, what } => w.stale(pick, &what),
         Op::ServeAll => w.serve_all(),
@@ -144,14 +188,7 @@ fn apply(w: &mut World, op: Op) {
         Op::Foreground(fg) => w.call(|e, now| e.set_foreground(now, fg)),
         Op::Authed(a) => w.call(|e, now| e.set_authed(now, a)),
         Op::Identify(k) => {
-            let d = match k {
-                0 => IdentifyDecision::Never,
-                1 => IdentifyDecision::Next,
-                _ => IdentifyDecision::Now {
-                    body: Bytes::from_static(b"id"),
-                    cmd_id: 99,
-                },
-            };
+            let d = identify(k);
             w.call(|e, now| e.identify_answer(now, d));
         }
         Op::Judge { pick, verdict } => w.judge(pick, verdict),
