@@ -88,6 +88,7 @@ pub mod host;
 pub mod http;
 mod ids;
 pub mod link;
+pub mod listen;
 pub mod middlebox;
 mod network;
 pub mod path;
