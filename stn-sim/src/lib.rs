@@ -82,6 +82,7 @@ pub mod bench;
 pub mod client;
 pub mod clients;
 pub mod event;
+pub mod fleet;
 #[cfg(any(fuzzing, test))]
 pub mod fuzzing;
 pub mod host;
