@@ -458,6 +458,18 @@ fn peak_rss() -> Option<u64> {
     Some(kb * 1024)
 }
 
+/// The CPU seconds (user + system) this process used so far (Linux;
+/// `None` elsewhere).
+fn cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name (which is in parentheses).
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // USER_HZ is 100 on every Linux the project runs on.
+    Some(ticks / 100.0)
+}
+
 fn fleet(a: FleetArgs) -> Result<(), String> {
     use stn_sim::fleet::{run, scenario::FleetScenario, summary};
     let mut sc = match &a.scenario {
@@ -485,17 +497,20 @@ fn fleet(a: FleetArgs) -> Result<(), String> {
     let mut rows = Vec::new();
     for f in &sc.fleets {
         let clock = Stopwatch::start();
+        let cpu0 = cpu_secs().unwrap_or(0.0);
         let r = run::run_fleet(&sc, f);
         let row = summary::FleetSummary::of(&r, window);
         let wall = clock.secs();
+        let cpu = cpu_secs().unwrap_or(0.0) - cpu0;
         eprintln!(
-            "fleet {f}: {} clients, {:.0} virtual s, {} events in {wall:.1} s wall \
-             ({:.1} µs per event, {:.2} ms per client); peak RSS so far {:.0} MiB",
+            "fleet {f}: {} clients, {:.0} virtual s, {} events in {wall:.1} s wall, \
+             {cpu:.1} s CPU ({:.1} µs CPU per event, {:.2} ms CPU per client); \
+             peak RSS so far {:.0} MiB",
             row.clients,
             row.sim_s,
             row.events,
-            wall * 1e6 / row.events.max(1) as f64,
-            wall * 1e3 / row.clients.max(1) as f64,
+            cpu * 1e6 / row.events.max(1) as f64,
+            cpu * 1e3 / row.clients.max(1) as f64,
             peak_rss().unwrap_or(0) as f64 / (1024.0 * 1024.0),
         );
         rows.push(row);
