@@ -290,7 +290,7 @@ impl ServerHost {
         }
         self.by_tuple.clear();
         if let Some(l) = self.listen.as_mut() {
-            l.clear();
+            l.clear(now);
         }
     }
 

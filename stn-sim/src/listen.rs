@@ -180,11 +180,14 @@ impl ListenQueue {
         self.run_job(now, self.cap.tls_cost)
     }
 
-    /// The host went down: every queue is empty.
-    pub(crate) fn clear(&mut self) {
+    /// The host went down at `now`: every queue is empty and the CPU's
+    /// booked work is gone with it.
+    pub(crate) fn clear(&mut self, now: Instant) {
         self.half_open = 0;
         self.accept.clear();
         self.tick = None;
+        self.next_accept = now;
+        self.workers.fill(now);
     }
 }
 
