@@ -8,6 +8,7 @@ use std::net::{IpAddr, SocketAddr};
 use bytes::Bytes;
 use stn_proto::{Duration, Instant};
 
+use crate::listen::{Capacity, CapacityStats, ListenQueue};
 use crate::socket::SocketEvent;
 use crate::tcp::{Flags, RouteCache, Segment, TcpConn, TcpStack};
 
@@ -46,6 +47,9 @@ pub(crate) struct Marks {
     handshake_bytes: bool,
     /// The app's own handshake (TLS) completed.
     secured: bool,
+    /// The app answered a handshake's opening (a TLS ClientHello): the
+    /// server's asymmetric work, charged to its CPU under a [`Capacity`].
+    hello: bool,
 }
 
 impl ServerReplies {
@@ -84,6 +88,12 @@ impl ServerReplies {
     /// Says that the app's own handshake (TLS) on this connection completed.
     pub fn mark_secured(&mut self) {
         self.marks.secured = true;
+    }
+
+    /// Says that the app just answered the opening of its own handshake (a
+    /// TLS ClientHello), the work a host's [`Capacity::tls_cost`] charges.
+    pub fn mark_hello(&mut self) {
+        self.marks.hello = true;
     }
 
     /// The marks so far, cleared.
@@ -198,6 +208,11 @@ struct HostConn {
     conn: TcpConn,
     timer: Option<Instant>,
     usage: Usage,
+    /// Counted in the listen queue's half-open connections.
+    half_open: bool,
+    /// Events held back until the app accepts the connection (`None`: the
+    /// app has it).
+    held: Option<Vec<SocketEvent>>,
 }
 
 /// What a host wants the network to do after an input.
@@ -206,6 +221,8 @@ pub(crate) struct HostOutput {
     pub(crate) segments: Vec<Segment>,
     pub(crate) timers: Vec<(ServerConnId, Instant)>,
     pub(crate) actions: Vec<(Instant, ServerConnId, ServerAction)>,
+    /// When the listen queue's accept loop next runs.
+    pub(crate) accept_at: Option<Instant>,
 }
 
 /// A server host: one IP address, its ports and their connections.
@@ -220,6 +237,10 @@ pub struct ServerHost {
     cost: ServerCost,
     /// The host's per-destination TCP metrics (`tcp::RouteCache`).
     routes: RouteCache,
+    /// Finite backlog, accept rate and handshake CPU (`None`: unlimited).
+    listen: Option<ListenQueue>,
+    /// The host is down: it drops every segment and holds no connection.
+    down: bool,
 }
 
 impl ServerHost {
@@ -234,6 +255,42 @@ impl ServerHost {
             next_conn: 0,
             cost: ServerCost::default(),
             routes: RouteCache::default(),
+            listen: None,
+            down: false,
+        }
+    }
+
+    /// Gives every listening port of this host the limits of `cap` (from
+    /// now on; [`crate::listen`] describes the model).
+    pub fn set_capacity(&mut self, cap: Capacity) {
+        self.listen = Some(ListenQueue::new(cap));
+    }
+
+    /// What the capacity limits did so far (`None`: unlimited host).
+    pub fn capacity_stats(&self) -> Option<CapacityStats> {
+        self.listen.as_ref().map(ListenQueue::stats)
+    }
+
+    /// Takes the host down (it crashed: every connection is forgotten
+    /// without a word to the peer, and segments are dropped) or brings it
+    /// back up (it answers new SYNs, and RSTs segments of connections it
+    /// forgot).
+    pub fn set_down(&mut self, now: Instant, down: bool) {
+        self.down = down;
+        if !down {
+            return;
+        }
+        for (id, mut hc) in std::mem::take(&mut self.conns) {
+            if hc.held.is_none() {
+                if let Some(PortMode::Listen(app)) = self.ports.get_mut(&hc.port) {
+                    app.on_reset(now, id);
+                }
+            }
+            settle(&mut self.cost, &mut hc.usage);
+        }
+        self.by_tuple.clear();
+        if let Some(l) = self.listen.as_mut() {
+            l.clear(now);
         }
     }
 
@@ -273,12 +330,24 @@ impl ServerHost {
     }
 
     pub(crate) fn handle_segment(&mut self, now: Instant, seg: &Segment, out: &mut HostOutput) {
+        if self.down {
+            return;
+        }
         let port = seg.dst.port();
         if let Some(&id) = self.by_tuple.get(&(port, seg.src)) {
             if seg.is_syn_only() {
                 self.cost.syns += 1;
             }
             if let Some(hc) = self.conns.get_mut(&id) {
+                let admitted = match self.listen.as_mut() {
+                    Some(l) if hc.half_open && !seg.is_syn_only() => {
+                        seg.flags.contains(Flags::RST) || l.admit_handshake_segment()
+                    }
+                    _ => true,
+                };
+                if !admitted {
+                    return;
+                }
                 hc.conn.handle_segment(now, seg);
             }
             self.drive(now, id, out);
@@ -288,6 +357,12 @@ impl ServerHost {
             Some(PortMode::BlackHole) => {}
             Some(PortMode::Listen(_)) if seg.is_syn_only() => {
                 self.cost.syns += 1;
+                let gated = self.listen.is_some();
+                if let Some(l) = self.listen.as_mut() {
+                    if !l.admit_syn() {
+                        return;
+                    }
+                }
                 let id = ServerConnId(self.next_conn);
                 self.next_conn += 1;
                 let cached = self.routes.lookup(now, seg.src.ip());
@@ -300,6 +375,8 @@ impl ServerHost {
                         conn,
                         timer: None,
                         usage: Usage::Opening,
+                        half_open: gated,
+                        held: gated.then(Vec::new),
                     },
                 );
                 self.by_tuple.insert((port, seg.src), id);
@@ -353,7 +430,39 @@ impl ServerHost {
         self.drive(now, id, out);
     }
 
-    /// Drains a connection's outputs into `out` and its events into the app.
+    /// The listen queue's accept loop takes its next connection: the app
+    /// gets it and the events held for it.
+    pub(crate) fn handle_accept(&mut self, now: Instant, out: &mut HostOutput) {
+        let Some(l) = self.listen.as_mut() else {
+            return;
+        };
+        let (taken, next) = l.accept_tick(now);
+        out.accept_at = next;
+        let Some(id) = taken else {
+            return;
+        };
+        let Some(held) = self.conns.get_mut(&id).and_then(|hc| hc.held.take()) else {
+            return;
+        };
+        let delay = self
+            .listen
+            .as_mut()
+            .map_or(Duration::ZERO, |l| l.accept_delay(now));
+        let mut replies = ServerReplies::default();
+        let mut delayed = 0;
+        for ev in std::iter::once(SocketEvent::Connected).chain(held) {
+            self.deliver(now, id, ev, &mut replies);
+            // The handshake's CPU delays what the app answers at once.
+            for a in &mut replies.actions[delayed..] {
+                a.0 += delay;
+            }
+            delayed = replies.actions.len();
+        }
+        self.finish_drive(now, id, replies, out);
+    }
+
+    /// Drains a connection's outputs into `out` and its events into the app
+    /// (or holds them while the connection waits to be accepted).
     fn drive(&mut self, now: Instant, id: ServerConnId, out: &mut HostOutput) {
         let Some(hc) = self.conns.get_mut(&id) else {
             return;
@@ -362,50 +471,117 @@ impl ServerHost {
             out.segments.push(s);
         }
         let mut replies = ServerReplies::default();
-        while let Some(ev) = hc.conn.poll_event() {
-            let app = match self.ports.get_mut(&hc.port) {
-                Some(PortMode::Listen(app)) => Some(app),
-                _ => None,
-            };
-            let ended = match ev {
-                SocketEvent::Connected => {
-                    self.cost.tcp_handshakes += 1;
-                    hc.usage = Usage::Idle;
-                    if let Some(app) = app {
-                        app.on_accept(now, id, hc.peer, &mut replies);
-                    }
-                    false
+        while let Some(ev) = self.conns.get_mut(&id).and_then(|hc| hc.conn.poll_event()) {
+            if matches!(ev, SocketEvent::Connected) {
+                self.completed(now, id, out);
+            }
+            self.deliver(now, id, ev, &mut replies);
+        }
+        self.finish_drive(now, id, replies, out);
+    }
+
+    /// The kernel's side of a completed handshake: counted, and queued for
+    /// accept under a listen queue.
+    fn completed(&mut self, now: Instant, id: ServerConnId, out: &mut HostOutput) {
+        let Some(hc) = self.conns.get_mut(&id) else {
+            return;
+        };
+        self.cost.tcp_handshakes += 1;
+        hc.usage = Usage::Idle;
+        if hc.half_open {
+            hc.half_open = false;
+            if let Some(l) = self.listen.as_mut() {
+                if let Some(at) = l.completed(now, id) {
+                    out.accept_at = Some(at);
                 }
-                SocketEvent::Data(d) => {
-                    if let Some(app) = app {
-                        app.on_data(now, id, &d, &mut replies);
-                    }
-                    let marks = replies.take_marks();
-                    self.cost.tls_handshakes += u64::from(marks.secured);
-                    if !marks.handshake_bytes && hc.usage == Usage::Idle {
-                        hc.usage = Usage::Settled;
-                    }
-                    false
-                }
-                SocketEvent::Closed => {
-                    if let Some(app) = app {
-                        app.on_peer_closed(now, id, &mut replies);
-                    }
-                    true
-                }
-                // Server sockets are plain TCP (TLS runs in the app).
-                SocketEvent::TcpConnected | SocketEvent::EarlyData { .. } => false,
-                SocketEvent::Reset | SocketEvent::TimedOut | SocketEvent::ConnectFailed(_) => {
-                    if let Some(app) = app {
-                        app.on_reset(now, id);
-                    }
-                    true
-                }
-            };
-            if ended || hc.conn.is_closed() {
-                settle(&mut self.cost, &mut hc.usage);
             }
         }
+    }
+
+    /// Hands one connection event to the app, or holds it until accept.
+    fn deliver(
+        &mut self,
+        now: Instant,
+        id: ServerConnId,
+        ev: SocketEvent,
+        replies: &mut ServerReplies,
+    ) {
+        let Some(hc) = self.conns.get_mut(&id) else {
+            return;
+        };
+        if let Some(held) = hc.held.as_mut() {
+            match ev {
+                SocketEvent::Connected => {}
+                SocketEvent::Reset | SocketEvent::TimedOut | SocketEvent::ConnectFailed(_) => {
+                    settle(&mut self.cost, &mut hc.usage);
+                }
+                other => held.push(other),
+            }
+            return;
+        }
+        let app = match self.ports.get_mut(&hc.port) {
+            Some(PortMode::Listen(app)) => Some(app),
+            _ => None,
+        };
+        let ended = match ev {
+            SocketEvent::Connected => {
+                if let Some(app) = app {
+                    app.on_accept(now, id, hc.peer, replies);
+                }
+                false
+            }
+            SocketEvent::Data(d) => {
+                let before = replies.actions.len();
+                if let Some(app) = app {
+                    app.on_data(now, id, &d, replies);
+                }
+                let marks = replies.take_marks();
+                self.cost.tls_handshakes += u64::from(marks.secured);
+                if !marks.handshake_bytes && hc.usage == Usage::Idle {
+                    hc.usage = Usage::Settled;
+                }
+                if marks.hello {
+                    if let Some(l) = self.listen.as_mut() {
+                        let delay = l.hello_delay(now);
+                        for a in &mut replies.actions[before..] {
+                            a.0 += delay;
+                        }
+                    }
+                }
+                false
+            }
+            SocketEvent::Closed => {
+                if let Some(app) = app {
+                    app.on_peer_closed(now, id, replies);
+                }
+                true
+            }
+            // Server sockets are plain TCP (TLS runs in the app).
+            SocketEvent::TcpConnected | SocketEvent::EarlyData { .. } => false,
+            SocketEvent::Reset | SocketEvent::TimedOut | SocketEvent::ConnectFailed(_) => {
+                if let Some(app) = app {
+                    app.on_reset(now, id);
+                }
+                true
+            }
+        };
+        if ended || hc.conn.is_closed() {
+            settle(&mut self.cost, &mut hc.usage);
+        }
+    }
+
+    /// Schedules `replies`, reports metrics, and forgets the connection
+    /// once closed or arms its timer.
+    fn finish_drive(
+        &mut self,
+        now: Instant,
+        id: ServerConnId,
+        replies: ServerReplies,
+        out: &mut HostOutput,
+    ) {
+        let Some(hc) = self.conns.get_mut(&id) else {
+            return;
+        };
         for (delay, action) in replies.actions {
             out.actions.push((now + delay, id, action));
         }
@@ -414,6 +590,13 @@ impl ServerHost {
         }
         if hc.conn.is_closed() {
             settle(&mut self.cost, &mut hc.usage);
+            if let Some(l) = self.listen.as_mut() {
+                if hc.half_open {
+                    l.forget_half_open();
+                } else if hc.held.is_some() {
+                    l.forget_waiting(id);
+                }
+            }
             let key = (hc.port, hc.peer);
             self.conns.remove(&id);
             self.by_tuple.remove(&key);

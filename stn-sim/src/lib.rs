@@ -82,12 +82,14 @@ pub mod bench;
 pub mod client;
 pub mod clients;
 pub mod event;
+pub mod fleet;
 #[cfg(any(fuzzing, test))]
 pub mod fuzzing;
 pub mod host;
 pub mod http;
 mod ids;
 pub mod link;
+pub mod listen;
 pub mod middlebox;
 mod network;
 pub mod path;

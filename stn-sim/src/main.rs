@@ -5,6 +5,7 @@
 //!               [--known-misses FILE] [--write-known-misses FILE]
 //! stn-sim run SCENARIO.toml [--seed N] [--out DIR]
 //! stn-sim trace [--seed N] [--scenario SCENARIO.toml | --matrix-cell KEY [--quick]] [--client NAME] [--run N]
+//! stn-sim fleet [--scenario F.toml] [--clients N] [--fleet NAME]... [--tls] [--seed N] [--out DIR]
 //! ```
 //!
 //! - `bench` runs the benchmark suites of `docs/stn-benchmark.md`
@@ -33,6 +34,12 @@
 //!   (or a tls cell, `--matrix-cell "ios tls loss-30% long"`)
 //!   replays a matrix cell (its key as the gate prints it; `--run` is the
 //!   seed index 0–4, `--quick` the quick size).
+//! - `fleet` runs a fleet scenario (format: `stn_sim::fleet::scenario`;
+//!   default: the built-in `stn-sim/scenarios/fleet.toml`, 10,000 clients
+//!   through a 30 s outage): each fleet in turn against its own server,
+//!   prints the per-fleet table, writes `fleet.md`, `fleet.json` and
+//!   `fleet.svg` (the time series) into `--out` (default
+//!   `target/stn-fleet/`). Wall time and peak memory go to stderr.
 //!
 //! The default seed is [`DEFAULT_SEED`] (1), so a bare `stn-sim bench`
 //! always reproduces the same report.
@@ -76,6 +83,32 @@ enum Command {
     Run(RunArgs),
     /// Print one run's event trace (one event per line) and its hash.
     Trace(TraceArgs),
+    /// Simulate fleets of clients sharing one server through an outage
+    /// (docs/fleet.md); print the per-fleet figures, write the chart.
+    Fleet(FleetArgs),
+}
+
+#[derive(Debug, Args)]
+struct FleetArgs {
+    /// The fleet scenario (TOML); default: the built-in one
+    /// (stn-sim/scenarios/fleet.toml).
+    #[arg(long, value_name = "F.toml")]
+    scenario: Option<PathBuf>,
+    /// Scale the groups to about this many clients in all.
+    #[arg(long, value_name = "N")]
+    clients: Option<u64>,
+    /// Run only these fleets (repeatable): stn, mars, mars-2017, okhttp-5, mixed.
+    #[arg(long = "fleet", value_name = "NAME")]
+    fleets: Vec<String>,
+    /// TLS on every connection (whatever the scenario says).
+    #[arg(long)]
+    tls: bool,
+    /// Root seed (default: the scenario's).
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Directory for fleet.md, fleet.json and fleet.svg.
+    #[arg(long, value_name = "DIR", default_value = "target/stn-fleet")]
+    out: PathBuf,
 }
 
 #[derive(Debug, Args)]
@@ -417,6 +450,122 @@ fn run(a: RunArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// The process's peak resident memory in bytes (Linux; `None` elsewhere).
+fn peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
+/// The CPU seconds (user + system) this process used so far (Linux;
+/// `None` elsewhere).
+fn cpu_secs() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name (which is in parentheses).
+    let rest = stat.rsplit_once(')')?.1;
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    let ticks: f64 = f.get(11)?.parse::<f64>().ok()? + f.get(12)?.parse::<f64>().ok()?;
+    // USER_HZ is 100 on every Linux the project runs on.
+    Some(ticks / 100.0)
+}
+
+fn fleet(a: FleetArgs) -> Result<(), String> {
+    use stn_sim::fleet::{run, scenario::FleetScenario, summary};
+    let mut sc = match &a.scenario {
+        Some(p) => {
+            let text = std::fs::read_to_string(p).map_err(|e| format!("{}: {e}", p.display()))?;
+            FleetScenario::parse(&text).map_err(|e| e.to_string())?
+        }
+        None => FleetScenario::builtin(),
+    };
+    if let Some(n) = a.clients {
+        sc.scale_to(n);
+    }
+    if !a.fleets.is_empty() {
+        sc.fleets.clone_from(&a.fleets);
+    }
+    sc.tls |= a.tls;
+    if let Some(seed) = a.seed {
+        sc.seed = seed;
+    }
+    // Check the overrides as a file would be checked.
+    let text = toml::to_string(&sc).map_err(|e| e.to_string())?;
+    let sc = FleetScenario::parse(&text).map_err(|e| e.to_string())?;
+    let window = sc.outage_window();
+    let mut runs = Vec::new();
+    let mut rows = Vec::new();
+    for f in &sc.fleets {
+        let clock = Stopwatch::start();
+        let cpu0 = cpu_secs().unwrap_or(0.0);
+        let r = run::run_fleet(&sc, f);
+        let row = summary::FleetSummary::of(&r, window);
+        let wall = clock.secs();
+        let cpu = cpu_secs().unwrap_or(0.0) - cpu0;
+        eprintln!(
+            "fleet {f}: {} clients, {:.0} virtual s, {} events in {wall:.1} s wall, \
+             {cpu:.1} s CPU ({:.1} µs CPU per event, {:.2} ms CPU per client); \
+             peak RSS so far {:.0} MiB",
+            row.clients,
+            row.sim_s,
+            row.events,
+            cpu * 1e6 / row.events.max(1) as f64,
+            cpu * 1e3 / row.clients.max(1) as f64,
+            peak_rss().unwrap_or(0) as f64 / (1024.0 * 1024.0),
+        );
+        rows.push(row);
+        runs.push(r);
+    }
+    let command = std::env::args().collect::<Vec<_>>().join(" ");
+    let (t0, t1) = window;
+    let cap = sc.capacity();
+    let mut md = format!(
+        "# Fleet `{}`\n\n- command: `{command}`\n- seed: {}; {} clients; TLS: {}\n\
+         - outage: {:?} from {:.1} s to {:.1} s; calls from {:.1} s to {:.1} s, \
+         retried {:.1} s after a failure, {} calls at most\n\
+         - server: SYN backlog {}, accept queue {}, {} accepts/s, {:?} CPU per connection, \
+         {:?} per TLS hello, {} worker(s)\n\n",
+        sc.name,
+        sc.seed,
+        sc.clients(),
+        sc.tls,
+        sc.outage.kind,
+        t0.as_secs_f64(),
+        t1.as_secs_f64(),
+        sc.calls.from_s,
+        sc.calls.until_s,
+        sc.calls.retry_after_s,
+        sc.calls.max_calls,
+        cap.syn_backlog,
+        cap.accept_backlog,
+        cap.accept_rate,
+        cap.handshake_cost,
+        cap.tls_cost,
+        cap.workers,
+    );
+    md.push_str(&summary::table(&rows, sc.tls));
+    md.push_str(
+        "\nserved: seconds after the outage's end until that share of the clients with a \
+         pending call were served; failed: calls that failed (the app calls again); \
+         unserved: clients never served; peaks: per second, from the outage's end on.\n",
+    );
+    print!("{md}");
+    std::fs::create_dir_all(&a.out).map_err(|e| format!("{}: {e}", a.out.display()))?;
+    let write = |name: &str, body: &str| {
+        let p = a.out.join(name);
+        std::fs::write(&p, body).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    write("fleet.md", &md)?;
+    write(
+        "fleet.json",
+        &serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?,
+    )?;
+    let svg = summary::chart_svg(&runs, &sc.name).map_err(|e| e.to_string())?;
+    write("fleet.svg", &svg)?;
+    println!("\nwrote {}/fleet.{{md,json,svg}}", a.out.display());
+    Ok(())
+}
+
 fn trace(a: TraceArgs) -> Result<(), String> {
     if let Some(key) = &a.matrix_cell {
         // A cell of any suite gated per cell (tls keys start `… tls `).
@@ -491,6 +640,7 @@ fn main() -> ExitCode {
         Command::Bench(a) => bench(a),
         Command::Run(a) => run(a),
         Command::Trace(a) => trace(a),
+        Command::Fleet(a) => fleet(a),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

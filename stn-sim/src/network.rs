@@ -22,6 +22,7 @@ use crate::trace::{DropReason, Trace};
 /// Stream ids for [`Rng::derive`]: one family per kind of component.
 pub(crate) const STREAM_LINK: u64 = 0x4C49_4E4B_0000_0000;
 pub(crate) const STREAM_CLIENT: u64 = 0x434C_4E54_0000_0000;
+pub(crate) const STREAM_ACCESS: u64 = 0x4143_4353_0000_0000;
 
 /// Ephemeral ports (Linux `ip_local_port_range`).
 const PORT_FIRST: u16 = 32768;
@@ -44,6 +45,10 @@ pub(crate) enum NetEvent {
     ServerTimer {
         host: IpAddr,
         conn: ServerConnId,
+    },
+    /// A host's listen queue takes its next connection.
+    HostAccept {
+        host: IpAddr,
     },
     ServerAction {
         host: IpAddr,
@@ -73,13 +78,26 @@ struct Path {
 struct ClientSock {
     owner: ClientId,
     conn: TcpConn,
-    key: (u16, SocketAddr),
+    key: SockKey,
     /// The client called close/abort: the kernel finishes the connection but
     /// the client hears nothing more.
     released: bool,
     timer: Option<Instant>,
     /// The TLS layer, on sockets of clients that do TLS.
     tls: Option<TlsSession>,
+}
+
+/// A client socket's (local address, local port, remote address).
+type SockKey = (IpAddr, u16, SocketAddr);
+
+/// A client host of its own: its source address (shared by the clients
+/// behind one carrier-grade NAT), its access link to every server, and its
+/// TCP metrics.
+#[derive(Debug)]
+struct Access {
+    ip: IpAddr,
+    path: Path,
+    routes: RouteCache,
 }
 
 /// A client's TLS configuration and the tickets it kept.
@@ -100,9 +118,16 @@ pub(crate) struct Network {
     paths: BTreeMap<IpAddr, Path>,
     hosts: BTreeMap<IpAddr, ServerHost>,
     sockets: BTreeMap<SocketId, ClientSock>,
-    by_tuple: BTreeMap<(u16, SocketAddr), SocketId>,
+    by_tuple: BTreeMap<SockKey, SocketId>,
     next_socket: u64,
-    next_port: u16,
+    /// The next ephemeral port to try, per local address.
+    next_port: BTreeMap<IpAddr, u16>,
+    /// Clients on hosts of their own, by client id (empty: every client
+    /// shares the one client host and its paths).
+    access: Vec<Option<Access>>,
+    /// The first client at each source address of [`Network::access`]
+    /// (segments to a socket that is gone travel on its link).
+    ip_owner: BTreeMap<IpAddr, ClientId>,
     /// Socket events waiting to be handed to their client.
     pub(crate) pending: VecDeque<(ClientId, SocketId, SocketEvent)>,
     /// Clients whose sockets run TLS.
@@ -126,7 +151,9 @@ impl Network {
             sockets: BTreeMap::new(),
             by_tuple: BTreeMap::new(),
             next_socket: 0,
-            next_port: PORT_FIRST,
+            next_port: BTreeMap::new(),
+            access: Vec::new(),
+            ip_owner: BTreeMap::new(),
             pending: VecDeque::new(),
             tls_clients: BTreeMap::new(),
             middlebox: None,
@@ -147,7 +174,7 @@ impl Network {
     /// (`None`: no middlebox, or no such socket).
     pub(crate) fn binding_alive(&self, owner: ClientId, id: SocketId) -> Option<bool> {
         let s = self.sockets.get(&id).filter(|s| s.owner == owner)?;
-        let (port, remote) = s.key;
+        let (_, port, remote) = s.key;
         self.middlebox.as_ref()?.is_bound(self.now, port, remote)
     }
 
@@ -171,6 +198,72 @@ impl Network {
 
     pub(crate) fn seed(&self) -> u64 {
         self.seed
+    }
+
+    /// Puts `client` on a host of its own at `ip` behind `path`; its link's
+    /// random streams depend on the root seed and the client id only.
+    pub(crate) fn set_client_host(&mut self, client: ClientId, ip: IpAddr, path: &PathSchedule) {
+        let base = STREAM_ACCESS | (u64::from(client.0) << 2);
+        let link = |sched: &crate::link::LinkSchedule, k: u64| {
+            Link::new(
+                sched.clone(),
+                Rng::derive(self.seed, base | k),
+                Rng::derive(self.seed, (base | k) ^ (1 << 47)),
+            )
+        };
+        let up = link(&path.up, 0);
+        let down = link(&path.down, 1);
+        let i = client.0 as usize;
+        if self.access.len() <= i {
+            self.access.resize_with(i + 1, || None);
+        }
+        self.access[i] = Some(Access {
+            ip,
+            path: Path { up, down },
+            routes: RouteCache::default(),
+        });
+        self.ip_owner.entry(ip).or_insert(client);
+    }
+
+    /// The source address of `owner`'s sockets.
+    fn local_ip(&self, owner: ClientId) -> IpAddr {
+        match self.access.get(owner.0 as usize) {
+            Some(Some(a)) => a.ip,
+            _ => self.client_ip,
+        }
+    }
+
+    /// The TCP metrics `owner`'s host keeps.
+    fn routes_of(&mut self, owner: ClientId) -> &mut RouteCache {
+        match self.access.get_mut(owner.0 as usize) {
+            Some(Some(a)) => &mut a.routes,
+            _ => &mut self.routes,
+        }
+    }
+
+    /// The client whose access link carries `seg` (`None`: the shared
+    /// client host's path to the server).
+    fn access_owner(&self, dir: Direction, seg: &Segment) -> Option<usize> {
+        if self.access.is_empty() {
+            return None;
+        }
+        let (local, remote) = match dir {
+            Direction::Up => (seg.src, seg.dst),
+            Direction::Down => (seg.dst, seg.src),
+        };
+        let owner = self
+            .by_tuple
+            .get(&(local.ip(), local.port(), remote))
+            .and_then(|id| self.sockets.get(id))
+            .map(|s| s.owner)
+            .or_else(|| self.ip_owner.get(&local.ip()).copied())?;
+        let i = owner.0 as usize;
+        matches!(self.access.get(i), Some(Some(_))).then_some(i)
+    }
+
+    /// Whether `ip` is a client host's address.
+    fn is_client_ip(&self, ip: IpAddr) -> bool {
+        ip == self.client_ip || self.ip_owner.contains_key(&ip)
     }
 
     /// Adds (or replaces) the host at `ip` and the path to it. Each path's
@@ -218,19 +311,21 @@ impl Network {
         remote: SocketAddr,
         stack: &TcpStack,
     ) -> SocketId {
-        let port = self.allocate_port(remote);
+        let ip = self.local_ip(owner);
+        let port = self.allocate_port(ip, remote);
         let id = SocketId(self.next_socket);
         self.next_socket += 1;
-        let local = SocketAddr::new(self.client_ip, port);
-        let cached = self.routes.lookup(self.now, remote.ip());
+        let local = SocketAddr::new(ip, port);
+        let now = self.now;
+        let cached = self.routes_of(owner).lookup(now, remote.ip());
         let conn = TcpConn::connect(self.now, local, remote, stack.clone(), cached);
-        self.by_tuple.insert((port, remote), id);
+        self.by_tuple.insert((ip, port, remote), id);
         self.sockets.insert(
             id,
             ClientSock {
                 owner,
                 conn,
-                key: (port, remote),
+                key: (ip, port, remote),
                 released: false,
                 timer: None,
                 tls: self
@@ -243,18 +338,20 @@ impl Network {
         id
     }
 
-    fn allocate_port(&mut self, remote: SocketAddr) -> u16 {
+    fn allocate_port(&mut self, ip: IpAddr, remote: SocketAddr) -> u16 {
         let span = u32::from(PORT_LAST - PORT_FIRST) + 1;
+        let next = self.next_port.entry(ip).or_insert(PORT_FIRST);
         for _ in 0..span {
-            let p = self.next_port;
-            self.next_port = if p >= PORT_LAST { PORT_FIRST } else { p + 1 };
-            if !self.by_tuple.contains_key(&(p, remote)) {
+            let p = *next;
+            *next = if p >= PORT_LAST { PORT_FIRST } else { p + 1 };
+            if !self.by_tuple.contains_key(&(ip, p, remote)) {
                 return p;
             }
         }
-        // Every port to this server is busy: reuse one (never happens in
-        // practice; the old connection keeps receiving its own segments).
-        self.next_port
+        // Every port to this server is busy: reuse one (a single client
+        // never gets there; thousands behind one address could, as behind
+        // a real NAT; the old connection keeps receiving its own segments).
+        *next
     }
 
     fn owned(&mut self, owner: ClientId, id: SocketId) -> Result<&mut ClientSock, SocketError> {
@@ -336,8 +433,12 @@ impl Network {
             }
         }
         if let Some(report) = s.conn.take_metrics() {
-            self.routes.update(now, s.key.1.ip(), report);
+            let (owner, remote) = (s.owner, s.key.2.ip());
+            self.routes_of(owner).update(now, remote, report);
         }
+        let Some(s) = self.sockets.get_mut(&id) else {
+            return;
+        };
         if s.conn.is_closed() {
             let key = s.key;
             self.sockets.remove(&id);
@@ -418,7 +519,11 @@ impl Network {
             Direction::Up => seg.dst.ip(),
             Direction::Down => seg.src.ip(),
         };
-        let Some(path) = self.paths.get_mut(&path_ip) else {
+        let path = match self.access_owner(dir, &seg) {
+            Some(i) => self.access[i].as_mut().map(|a| &mut a.path),
+            None => self.paths.get_mut(&path_ip),
+        };
+        let Some(path) = path else {
             self.trace.dropped(self.now, dir, DropReason::NoRoute, &seg);
             return;
         };
@@ -451,6 +556,9 @@ impl Network {
             self.queue
                 .push(t, NetEvent::ServerAction { host, conn, action });
         }
+        if let Some(t) = out.accept_at {
+            self.queue.push(t, NetEvent::HostAccept { host });
+        }
         for seg in out.segments {
             self.transmit(Direction::Down, seg);
         }
@@ -459,7 +567,7 @@ impl Network {
     /// A segment reaches the client host: its socket, or the kernel's RST.
     fn deliver_to_client(&mut self, seg: Segment) {
         let now = self.now;
-        let Some(&id) = self.by_tuple.get(&(seg.dst.port(), seg.src)) else {
+        let Some(&id) = self.by_tuple.get(&(seg.dst.ip(), seg.dst.port(), seg.src)) else {
             // No socket (closed, or abandoned while connecting):
             // the kernel answers with RST, e.g. to a late SYN-ACK.
             if !seg.flags.contains(Flags::RST) {
@@ -488,7 +596,7 @@ impl Network {
                         self.apply_host_output(path, out);
                     }
                     Direction::Down => {
-                        if seg.dst.ip() != self.client_ip {
+                        if !self.is_client_ip(seg.dst.ip()) {
                             return;
                         }
                         if let Some(nat) = self.middlebox.as_mut() {
@@ -535,6 +643,13 @@ impl Network {
                 let mut out = HostOutput::default();
                 if let Some(h) = self.hosts.get_mut(&host) {
                     h.handle_timer(now, conn, &mut out);
+                }
+                self.apply_host_output(host, out);
+            }
+            NetEvent::HostAccept { host } => {
+                let mut out = HostOutput::default();
+                if let Some(h) = self.hosts.get_mut(&host) {
+                    h.handle_accept(now, &mut out);
                 }
                 self.apply_host_output(host, out);
             }

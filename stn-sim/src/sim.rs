@@ -157,6 +157,39 @@ impl<C: SimClient> Simulation<C> {
     /// Adds a client whose connections use `stack`; it starts at the current
     /// time, when the run loop next runs.
     pub fn add_client(&mut self, client: C, stack: TcpStack) -> ClientId {
+        let now = self.net.now;
+        self.add_client_at(client, stack, now)
+    }
+
+    /// Adds a client on a host of its own: its sockets' source address is
+    /// `ip` (clients behind one carrier-grade NAT share one), every segment
+    /// it exchanges with any server crosses its own access link `path`
+    /// (random streams of its own, from the root seed and its id), and it
+    /// keeps its own TCP metrics. It starts at `start` (not before now).
+    pub fn add_client_host(
+        &mut self,
+        client: C,
+        stack: TcpStack,
+        (ip, path): (IpAddr, &PathSchedule),
+        start: Instant,
+    ) -> ClientId {
+        let id = self.add_client_at(client, stack, start.max(self.net.now));
+        self.net.set_client_host(id, ip, path);
+        id
+    }
+
+    /// The host at `ip`, mutably (to take it down, or change its limits,
+    /// between runs of the loop).
+    pub fn host_mut(&mut self, ip: IpAddr) -> Option<&mut ServerHost> {
+        self.net.host_mut(ip)
+    }
+
+    /// How many clients were added.
+    pub fn client_count(&self) -> usize {
+        self.slots.len()
+    }
+
+    fn add_client_at(&mut self, client: C, stack: TcpStack, start: Instant) -> ClientId {
         let id = ClientId(u32::try_from(self.slots.len()).unwrap_or(u32::MAX));
         let rng = Rng::derive(self.net.seed(), STREAM_CLIENT | u64::from(id.0));
         self.slots.push(Slot {
@@ -168,10 +201,9 @@ impl<C: SimClient> Simulation<C> {
                 wake_generation: 0,
             },
         });
-        let now = self.net.now;
         self.net
             .queue
-            .push(now, NetEvent::ClientStart { client: id });
+            .push(start, NetEvent::ClientStart { client: id });
         id
     }
 

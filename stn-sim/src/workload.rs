@@ -166,6 +166,18 @@ pub struct CallRecord {
 }
 
 impl CallRecord {
+    /// The record of the call that `out` ended at `finished`, started at
+    /// `started`.
+    pub fn ended(out: CallOutcome, started: Instant, finished: Instant) -> Self {
+        CallRecord {
+            id: out.id,
+            started,
+            finished,
+            result: out.result,
+            cost: out.cost,
+        }
+    }
+
     /// `finished - started`.
     pub fn duration(&self) -> Duration {
         self.finished - self.started
@@ -249,13 +261,7 @@ impl Ledger {
                 continue;
             }
             self.in_flight = None;
-            let rec = CallRecord {
-                id,
-                started,
-                finished: cx.now(),
-                result: out.result,
-                cost: out.cost,
-            };
+            let rec = CallRecord::ended(out, started, cx.now());
             let nanos = duration_nanos_saturating(rec.duration());
             if rec.is_ok() {
                 self.successes += 1;

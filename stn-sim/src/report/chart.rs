@@ -84,32 +84,33 @@ impl LineChart {
 
     /// Draws the chart as an SVG document (`width` × `height` pixels).
     pub fn to_svg(&self, width: u32, height: u32) -> Result<String, ChartError> {
-        let mut svg = String::new();
-        {
-            let root = SVGBackend::with_string(&mut svg, (width, height)).into_drawing_area();
-            root.fill(&WHITE).map_err(|e| err(&e))?;
-            let (x0, x1, y1) = self.bounds();
-            let mut builder = ChartBuilder::on(&root);
-            builder
-                .caption(&self.title, ("sans-serif", 20))
-                .margin(15)
-                .x_label_area_size(45)
-                .y_label_area_size(65);
-            if self.log_y {
-                let y0 = self.min_positive_y().unwrap_or(1.0) * 0.8;
-                let mut chart = builder
-                    .build_cartesian_2d(x0..x1, (y0..y1.max(y0 * 2.0)).log_scale())
-                    .map_err(|e| err(&e))?;
-                self.draw_on(&mut chart)?;
-            } else {
-                let mut chart = builder
-                    .build_cartesian_2d(x0..x1, 0.0..y1)
-                    .map_err(|e| err(&e))?;
-                self.draw_on(&mut chart)?;
-            }
-            root.present().map_err(|e| err(&e))?;
+        stacked_svg(std::slice::from_ref(self), width, height)
+    }
+
+    fn draw_area<'a>(
+        &self,
+        area: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+    ) -> Result<(), ChartError> {
+        let (x0, x1, y1) = self.bounds();
+        let mut builder = ChartBuilder::on(area);
+        builder
+            .caption(&self.title, ("sans-serif", 20))
+            .margin(15)
+            .x_label_area_size(45)
+            .y_label_area_size(65);
+        if self.log_y {
+            let y0 = self.min_positive_y().unwrap_or(1.0) * 0.8;
+            let mut chart = builder
+                .build_cartesian_2d(x0..x1, (y0..y1.max(y0 * 2.0)).log_scale())
+                .map_err(|e| err(&e))?;
+            self.draw_on(&mut chart)?;
+        } else {
+            let mut chart = builder
+                .build_cartesian_2d(x0..x1, 0.0..y1)
+                .map_err(|e| err(&e))?;
+            self.draw_on(&mut chart)?;
         }
-        Ok(svg)
+        Ok(())
     }
 
     fn min_positive_y(&self) -> Option<f64> {
@@ -201,6 +202,24 @@ impl LineChart {
             .map_err(|e| err(&e))?;
         Ok(())
     }
+}
+
+/// Draws `charts` one above the other in one SVG document, each
+/// `width` × `height` pixels.
+pub fn stacked_svg(charts: &[LineChart], width: u32, height: u32) -> Result<String, ChartError> {
+    let rows = u32::try_from(charts.len().max(1)).unwrap_or(u32::MAX);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (width, height.saturating_mul(rows)))
+            .into_drawing_area();
+        root.fill(&WHITE).map_err(|e| err(&e))?;
+        let areas = root.split_evenly((charts.len().max(1), 1));
+        for (chart, area) in charts.iter().zip(&areas) {
+            chart.draw_area(area)?;
+        }
+        root.present().map_err(|e| err(&e))?;
+    }
+    Ok(svg)
 }
 
 /// An axis tick: whole numbers without a fraction (`10000`, not

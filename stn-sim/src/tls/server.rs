@@ -290,6 +290,7 @@ impl ServerApp for TlsServer {
             };
             match (&c.phase, msg) {
                 (Phase::Hello, Message::ClientHello { psk }) => {
+                    replies.mark_hello();
                     let peer = c.peer;
                     let hello = HelloFields::from_fields(&payload);
                     let early = self.on_hello(psk, &hello, replies);

@@ -216,6 +216,28 @@ fn flapping(i: usize) -> (Duration, Duration) {
     (down, period)
 }
 
+/// The conditions of one point of the network axes: round trip
+/// `rtt_ms`, `loss`, the rates of `bw` (`None`: unlimited), jitter of
+/// `jitter_pct` % of the one-way delay.
+pub fn conditions(rtt_ms: u64, loss: Loss, bw: Option<Preset>, jitter_pct: u64) -> PathConditions {
+    let one_way = Duration::from_millis(rtt_ms / 2);
+    let mut c = normal_network();
+    for (d, rate) in [(&mut c.up, false), (&mut c.down, true)] {
+        d.delay = one_way;
+        d.jitter = one_way * u32::try_from(jitter_pct).unwrap_or(0) / 100;
+        d.bandwidth_bps = bw.and_then(|p| {
+            let pc = p.conditions();
+            if rate {
+                pc.down.bandwidth_bps
+            } else {
+                pc.up.bandwidth_bps
+            }
+        });
+    }
+    loss.apply(&mut c);
+    c
+}
+
 /// The design cells, in design order.
 pub fn design_cells(quick: bool) -> Vec<Cell> {
     covering_design(&axis_sizes(), DESIGN_SEED)
@@ -235,21 +257,7 @@ fn design_cell(i: usize, row: Vec<usize>, quick: bool) -> Cell {
     let platform = PLATFORMS[row[6]];
     let link = LINKS[row[7]];
     let retry = RETRIES[row[8]];
-    let one_way = Duration::from_millis(rtt_ms / 2);
-    let mut c = normal_network();
-    for (d, rate) in [(&mut c.up, false), (&mut c.down, true)] {
-        d.delay = one_way;
-        d.jitter = one_way * u32::try_from(jitter_pct).unwrap_or(0) / 100;
-        d.bandwidth_bps = bw.and_then(|p| {
-            let pc = p.conditions();
-            if rate {
-                pc.down.bandwidth_bps
-            } else {
-                pc.up.bandwidth_bps
-            }
-        });
-    }
-    loss.apply(&mut c);
+    let c = conditions(rtt_ms, loss, bw, jitter_pct);
     let (path, outage_label) = match outage {
         OutageKind::None => (PathSchedule::constant(c), "out-none".to_owned()),
         OutageKind::Single => {
