@@ -69,6 +69,10 @@ pub struct StnClientConfig {
     /// Every task allows TLS early data (`Task::early_data`: the calls are
     /// idempotent); the profile decides whether the engine sends any.
     pub early_data: bool,
+    /// Every task may be hedged (`Task::hedge`): the benchmark's calls are
+    /// echoes, whose replay is harmless; the profile decides whether the
+    /// engine hedges.
+    pub hedge: bool,
 }
 
 impl StnClientConfig {
@@ -112,6 +116,7 @@ impl StnClientConfig {
             stack,
             keep_alive: false,
             early_data: false,
+            hedge: true,
         }
     }
 }
@@ -533,6 +538,7 @@ impl CallClient for StnClient {
         if self.cfg.early_data {
             task = task.early_data(true);
         }
+        task = task.hedge(self.cfg.hedge);
         let connects = self.connects;
         match self.engine_mut(now).submit(now, task) {
             Ok(tid) => {
