@@ -763,13 +763,14 @@ impl<R> Client<R> {
     /// Dropping the returned future cancels the task (the engine closes its
     /// connections).
     ///
-    /// **The server may see a short-link request twice**: under the default
-    /// (stn) profile a request of at most 8 KiB that gets no answer for about
-    /// 4 RTTs (0.6–3 s) is hedged, sent once more on a fresh connection
-    /// (twice at most per attempt; the first response wins), and a retry
-    /// resends it under every profile. Use `Task::hedge(false)` (and
-    /// `retry_count(0)`) for a request that must not repeat, or
-    /// `configure(|c| c.set_hedge(None))` for every task. Under the stn profile
+    /// **The server may see a short-link request twice**: a retry resends it
+    /// under every profile, and under the default (stn) profile a task marked
+    /// `Task::hedge(true)` (its replay is harmless) whose request of at most
+    /// 8 KiB gets no answer for about 4 RTTs (0.6–3 s) is hedged, sent once
+    /// more on a fresh connection (twice at most per attempt; the first
+    /// response wins). Use `retry_count(0)` and leave `hedge` off for a
+    /// request that must not repeat, or `configure(|c| c.set_hedge(None))`
+    /// to hedge no task. Under the stn profile
     /// a 4xx status other than 408 and 429 is not retried
     /// ([`Config::http_retry`](stn_proto::Config::http_retry)).
     ///

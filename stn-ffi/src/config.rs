@@ -111,8 +111,9 @@ pub struct ClientConfig {
     #[uniffi(default)]
     pub identify: Option<IdentifyPacket>,
     /// Hedge short-link requests (stn profile: a request unanswered for
-    /// about 4 RTTs is sent once more on a fresh connection). False turns
-    /// hedging off for every task.
+    /// about 4 RTTs is sent once more on a fresh connection), for the tasks
+    /// that allow it (`hedge` on the task: its replay is harmless). False
+    /// turns hedging off for every task.
     #[uniffi(default = true)]
     pub hedge: bool,
     /// Seed of the engine's random choices.

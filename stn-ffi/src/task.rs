@@ -106,9 +106,9 @@ pub struct Task {
     #[uniffi(default)]
     pub network_status_sensitive: bool,
     /// May the short-link request be hedged (sent once more on a fresh
-    /// connection while the first goes unanswered)? False for a request the
-    /// server must not see twice (with `retry_count = 0`).
-    #[uniffi(default = true)]
+    /// connection while the first goes unanswered)? Only for a request whose
+    /// replay is harmless: a hedged request can reach the server twice.
+    #[uniffi(default)]
     pub hedge: bool,
     /// May the short-link request go as TLS 1.3 early data (0-RTT)? Only for
     /// a request whose replay is harmless.

@@ -28,7 +28,9 @@ pub use crate::heartbeat::{HeartbeatConfig, RttScaledTimeout};
 pub use crate::limit::{AntiAvalancheConfig, FlowLimitConfig, FrequencyLimitConfig};
 pub use crate::long_link::LongLinkConfig;
 pub use crate::monitor::{ActivityConfig, ConnectMonitorConfig, ReconnectBackoff};
-pub use crate::race::{AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor, RaceConfig};
+pub use crate::race::{
+    AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor, QuietPolicy, RaceConfig,
+};
 pub use crate::short_link::{ExchangeConfig, ExchangeTimeouts};
 pub use crate::smart_heartbeat::{
     MarsSmartConfig, SearchConfig, SmartHeartbeatConfig, MAX_RECORDS,

@@ -113,6 +113,13 @@
 //!   reports its connect time from its own start, seconds that include
 //!   retransmitted SYNs: a caller that takes connect times as RTT samples
 //!   should skip those (Karn's rule), or its RTT estimate grows.
+//! - **Quiet in an outage** ([`QuietPolicy`], off unless configured): once
+//!   nothing has answered for a few seconds and every candidate has been
+//!   tried, only the floor (with [`ProbeFloor::pass_gap`]: Mars's passes and
+//!   retry gaps) and one long-lived probe keep sockets open, so stn still
+//!   sends every SYN Mars sends but not the dozens of fresh ones that an
+//!   outage only swallows (and that reach the server together when it ends).
+//!   The first answer ends the quiet.
 //! - **Round-robin**: after one pass over the candidates the race goes round
 //!   again (a 1-address list still gets fresh attempts) until its overall
 //!   deadline: the caller's deadline or 20 s after the start, whichever is
@@ -297,14 +304,22 @@ pub struct ProbeFloor {
     /// Most floor attempts open at once (Mars `max_connect`; 0 is treated
     /// as 1).
     pub max_open: usize,
+    /// Mars makes one pass over the candidates per race and retries the
+    /// task this long after the race failed (1 s): with `Some`, once a pass's
+    /// floor attempts (one per candidate) have all ended, the next pass
+    /// starts this long after, so a one-address floor sends Mars's retry's
+    /// SYNs too. `None`: the floor goes round at once.
+    pub pass_gap: Option<Duration>,
 }
 
 impl Default for ProbeFloor {
-    /// Today's Mars ([`Profile::Mars`](crate::Profile::Mars)): 2.5 s, 3 open.
+    /// Today's Mars ([`Profile::Mars`](crate::Profile::Mars)): 2.5 s, 3
+    /// open, round the list at once (no `pass_gap`).
     fn default() -> Self {
         ProbeFloor {
             stagger: Duration::from_millis(2500),
             max_open: 3,
+            pass_gap: None,
         }
     }
 }
@@ -370,6 +385,45 @@ pub struct RaceConfig {
     pub overall_timeout: Option<Duration>,
     /// What to report about losers.
     pub loser_reports: LoserReports,
+    /// Go quiet in an outage (stn): see [`QuietPolicy`]. Needs a `floor`;
+    /// `None`: race on.
+    pub quiet: Option<QuietPolicy>,
+}
+
+/// What a race does in an outage (stn; see the module docs): once nothing
+/// has answered (no connect, no socket error) for `after` since the race
+/// started or last heard something, nor since the last candidate had its
+/// first attempt, it closes every attempt but the floor's and starts no fresh ones until an
+/// answer. The first floor attempt to reach its own deadline while quiet is
+/// kept open instead, as the race's one long-lived probe, until `probe_for`
+/// after its start: the OS keeps retransmitting its SYN on its own backed-off
+/// schedule, as a peer's single long-timeout socket would.
+///
+/// ```
+/// use stn_proto::config::QuietPolicy;
+/// use stn_proto::Duration;
+/// let q = QuietPolicy::default();
+/// assert_eq!((q.after, q.probe_for), (Duration::from_secs(3), Duration::from_secs(60)));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct QuietPolicy {
+    /// Silence after which the race goes quiet.
+    pub after: Duration,
+    /// Lifetime of the probe, from its start.
+    pub probe_for: Duration,
+}
+
+impl Default for QuietPolicy {
+    /// stn's choice: quiet after 3 s of silence (past the OS's first SYN
+    /// retransmission and one abandon round), a probe of 60 s (NSURLSession's
+    /// default request timeout).
+    fn default() -> Self {
+        QuietPolicy {
+            after: Duration::from_secs(3),
+            probe_for: Duration::from_secs(60),
+        }
+    }
 }
 
 impl RaceConfig {
@@ -576,12 +630,25 @@ pub(crate) struct Race {
     last_start: Option<Instant>,
     /// The last start of a floor attempt.
     last_floor_start: Option<Instant>,
+    /// Floor attempts started in the floor's current pass.
+    floor_in_pass: usize,
+    /// When the last floor attempt ended.
+    last_floor_end: Option<Instant>,
     /// The most recent event (start or failure) was a failure.
     last_event_failed: bool,
     last_error: Option<ConnectError>,
     /// Addresses with an attempt that failed with a socket error; skipped after round 0.
     hard_failed: BTreeSet<SocketAddr>,
     abandons: u32,
+    /// The race start or the last answer (a connect, a socket error).
+    heard_at: Instant,
+    /// Quiet in an outage ([`RaceConfig::quiet`]): only floor
+    /// attempts and the probe run.
+    quiet: bool,
+    /// When the last candidate had its first attempt.
+    tried_all_at: Option<Instant>,
+    /// The long-lived probe kept while quiet, once there is one.
+    probe: Option<AttemptId>,
     outcome: Option<RaceOutcome>,
     actions: VecDeque<RaceAction>,
 }
@@ -624,10 +691,16 @@ impl Race {
             cursor: 0,
             last_start: None,
             last_floor_start: None,
+            floor_in_pass: 0,
+            last_floor_end: None,
             last_event_failed: false,
             last_error: None,
             hard_failed: BTreeSet::new(),
             abandons: 0,
+            heard_at: now,
+            quiet: false,
+            tried_all_at: None,
+            probe: None,
             outcome: None,
             actions: VecDeque::new(),
         };
@@ -724,6 +797,7 @@ impl Race {
         let now = self.clock.observe(now);
         if let Some(i) = self.live_index(attempt) {
             self.attempts[i].tcp_connected.get_or_insert(now);
+            self.heard(now);
         }
         self.drive(now);
     }
@@ -742,6 +816,7 @@ impl Race {
         self.push_report(i, AttemptResult::Failed(error));
         self.note_failure(error, frees_slot);
         self.hard_failed.insert(self.attempts[i].addr);
+        self.heard(now);
         self.drive(now);
     }
 
@@ -798,8 +873,11 @@ impl Race {
                 t = t.min(ab);
             }
         }
-        if self.active() < self.max_in_flight() && self.next_candidate().is_some() {
+        if !self.quiet && self.active() < self.max_in_flight() && self.next_candidate().is_some() {
             t = t.min(self.next_start_at());
+        }
+        if let Some(q) = self.quiet_at() {
+            t = t.min(q);
         }
         if let Some(floor) = self.next_floor_start_at() {
             t = t.min(floor);
@@ -880,10 +958,15 @@ impl Race {
         if self.outcome.is_some() {
             return;
         }
-        // 1. Attempts past their own deadline fail.
+        // 1. Attempts past their own deadline fail (one floor attempt, while
+        // quiet, becomes the probe instead).
         for i in 0..self.attempts.len() {
             let a = &self.attempts[i];
             if a.state == AttemptState::Connecting && a.deadline <= now {
+                if self.keep_as_probe(i, now) {
+                    continue;
+                }
+                let a = &self.attempts[i];
                 let frees_slot = a.passive_since.is_none();
                 let err = ConnectError::AttemptTimeout;
                 self.end_attempt(i, now, AttemptState::Failed(err));
@@ -892,8 +975,18 @@ impl Race {
                 self.note_failure(err, frees_slot);
             }
         }
-        // 2. Abandon attempts whose SYNs look lost, if a fresh one may replace them.
+        // 2. Silent past the SYN schedule: an outage, most likely. Fresh
+        // sockets would only send SYNs into it (and, when it ends, several
+        // of them reach the server at once); the floor keeps a SYN on the
+        // wire wherever Mars has one.
+        if self.quiet_at().is_some_and(|t| t <= now) {
+            self.go_quiet(now);
+        }
+        // 3. Abandon attempts whose SYNs look lost, if a fresh one may replace them.
         for i in 0..self.attempts.len() {
+            if self.quiet {
+                break;
+            }
             let a = &self.attempts[i];
             if a.state != AttemptState::Connecting || a.abandon_at.is_none_or(|t| t > now) {
                 continue;
@@ -925,7 +1018,7 @@ impl Race {
             }
             self.last_event_failed = true;
         }
-        // 3. The overall deadline ends everything.
+        // 4. The overall deadline ends everything.
         if self.deadline.is_some_and(|d| d <= now) {
             for i in 0..self.attempts.len() {
                 if self.attempts[i].state == AttemptState::Connecting {
@@ -939,7 +1032,7 @@ impl Race {
             self.finish_failed(FailReason::Deadline);
             return;
         }
-        // 4. Start attempts: first the floor's (Mars's schedule, bounded by
+        // 5. Start attempts: first the floor's (Mars's schedule, bounded by
         // `floor.max_open`; one that falls when a slot start is due is that
         // start, any other is passive from the start), then into free slots
         // (bounded: each start fills a slot).
@@ -947,16 +1040,16 @@ impl Race {
             let Some((pos, candidate, round)) = self.next_candidate() else {
                 break;
             };
-            let in_slot = self.slot_start_due(now);
+            let in_slot = !self.quiet && self.slot_start_due(now);
             self.start(now, pos, candidate, round, true, in_slot);
         }
-        while self.slot_start_due(now) {
+        while !self.quiet && self.slot_start_due(now) {
             let Some((pos, candidate, round)) = self.next_candidate() else {
                 break;
             };
             self.start(now, pos, candidate, round, false, true);
         }
-        // 5. Nothing in flight and nothing left to start: the race failed.
+        // 6. Nothing in flight and nothing left to start: the race failed.
         if self.in_flight() == 0 && self.next_candidate().is_none() {
             self.finish_failed(FailReason::Exhausted);
         }
@@ -996,7 +1089,14 @@ impl Race {
             state: AttemptState::Connecting,
         });
         self.cursor = pos + 1;
+        if self.tried_all_at.is_none() && self.cursor >= self.candidates.len() as u64 {
+            self.tried_all_at = Some(now);
+        }
         if floor {
+            if self.floor_pass_done() {
+                self.floor_in_pass = 0;
+            }
+            self.floor_in_pass += 1;
             self.last_floor_start = Some(now);
         }
         if in_slot {
@@ -1078,10 +1178,83 @@ impl Race {
         if open >= floor.max_open.max(1) || self.next_candidate().is_none() {
             return None;
         }
-        Some(match self.last_floor_start {
+        let by_stagger = match self.last_floor_start {
             None => Instant::ZERO,
             Some(t) => t + floor.stagger,
-        })
+        };
+        match floor.pass_gap {
+            Some(gap) if self.floor_pass_done() => {
+                // Mars's race fails once its pass is over; its retry
+                // starts the next race after the gap.
+                if open > 0 {
+                    return None;
+                }
+                Some(by_stagger.max(self.last_floor_end? + gap))
+            }
+            _ => Some(by_stagger),
+        }
+    }
+
+    /// The floor's current pass has had one attempt per candidate.
+    fn floor_pass_done(&self) -> bool {
+        self.floor_in_pass >= self.candidates.len()
+    }
+
+    /// When the race goes quiet, if it may: `after` past the last thing
+    /// heard and past the first attempt of the last candidate tried (an
+    /// untried one may be the live one), and only with a floor to keep
+    /// probing.
+    fn quiet_at(&self) -> Option<Instant> {
+        let after = self.config.quiet?.after;
+        let tried_all = self.tried_all_at?;
+        (!self.quiet && self.config.floor.is_some()).then(|| self.heard_at.max(tried_all) + after)
+    }
+
+    /// Closes every open attempt but the floor's (no verdict: the silence
+    /// is the path's, not an address's; an abandoned one had its verdict)
+    /// and stops fresh starts until [`Race::heard`].
+    fn go_quiet(&mut self, now: Instant) {
+        self.quiet = true;
+        for i in 0..self.attempts.len() {
+            let a = &mut self.attempts[i];
+            if a.state != AttemptState::Connecting {
+                continue;
+            }
+            if a.floor || Some(a.id) == self.probe {
+                a.abandon_at = None;
+                continue;
+            }
+            self.end_attempt(i, now, AttemptState::Lost);
+            self.push_cancel(i);
+            self.push_report(i, AttemptResult::Lost);
+        }
+    }
+
+    /// While quiet and without a probe, the floor attempt `i` at its
+    /// deadline stays open as the probe: for the floor it ends now (Mars's
+    /// attempt would), for the OS its SYN keeps being retransmitted.
+    fn keep_as_probe(&mut self, i: usize, now: Instant) -> bool {
+        let Some(q) = self.config.quiet else {
+            return false;
+        };
+        let a = &mut self.attempts[i];
+        let until = a.started + q.probe_for;
+        if !self.quiet || self.probe.is_some() || !a.floor || until <= now {
+            return false;
+        }
+        a.floor = false;
+        a.deadline = until;
+        a.passive_since.get_or_insert(now);
+        self.probe = Some(a.id);
+        self.last_floor_end = Some(now);
+        true
+    }
+
+    /// Something answered (a connect or a socket error): the path is up,
+    /// so the race races again.
+    fn heard(&mut self, now: Instant) {
+        self.heard_at = now;
+        self.quiet = false;
     }
 
     fn open(&self) -> impl Iterator<Item = &AttemptStats> {
@@ -1114,6 +1287,9 @@ impl Race {
         a.state = state;
         a.ended = Some(now);
         a.abandon_at = None;
+        if a.floor {
+            self.last_floor_end = Some(now);
+        }
     }
 
     fn push_cancel(&mut self, i: usize) {

@@ -276,11 +276,12 @@ impl TaskError {
 /// (of at most 8 KiB) and heard nothing for about 4 RTTs (0.6–3 s) is
 /// *hedged*: the same request goes out once more on a fresh connection, up
 /// to twice per attempt, and the first complete response wins
-/// ([`HedgePolicy`](crate::engine::HedgePolicy)). Retries after a timeout
-/// resend it too, under every profile, as Mars does. For a request the
-/// server must not see twice, set [`hedge(false)`](Task::hedge) (and
-/// `retry_count(0)`), or turn hedging off for every task with
-/// [`Config::hedge`](crate::engine::Config::hedge) `= None`.
+/// ([`HedgePolicy`](crate::engine::HedgePolicy)), but only for a task that
+/// says its replay is harmless with [`hedge(true)`](Task::hedge): by default
+/// a request is not hedged. Retries after a timeout resend it, under every
+/// profile, as Mars does: for a request the server must not see twice, keep
+/// `hedge` off and set `retry_count(0)`; hedging can also be turned off for
+/// every task with [`Config::hedge`](crate::engine::Config::hedge) `= None`.
 ///
 /// ```
 /// use stn_proto::{Channel, Task};
@@ -381,8 +382,9 @@ pub struct Task {
     /// ([`HedgePolicy`](crate::engine::HedgePolicy), stn profile)? The same
     /// switch allows the long link's rescue (stn profile): a task with no
     /// retry left whose link stalled is sent once more on the next
-    /// connection. Default true; set false for a request the server must not
-    /// see twice.
+    /// connection. Default false: set it only for a request whose replay is
+    /// harmless (a read, an idempotent call), because a hedged request can
+    /// reach the server twice.
     pub hedge: bool,
     /// May the short link send this request as TLS 1.3 early data (0-RTT)
     /// on a connection that resumes a session, one round trip before the
@@ -436,7 +438,7 @@ impl Task {
             headers: Vec::new(),
             user_tag: 0,
             judge: false,
-            hedge: true,
+            hedge: false,
             early_data: false,
             body_source: None,
         }

@@ -3091,8 +3091,9 @@ public struct ClientConfig: Equatable, Hashable {
     public var identify: IdentifyPacket?
     /**
      * Hedge short-link requests (stn profile: a request unanswered for
-     * about 4 RTTs is sent once more on a fresh connection). False turns
-     * hedging off for every task.
+     * about 4 RTTs is sent once more on a fresh connection), for the tasks
+     * that allow it (`hedge` on the task: its replay is harmless). False
+     * turns hedging off for every task.
      */
     public var hedge: Bool
     /**
@@ -3135,8 +3136,9 @@ public struct ClientConfig: Equatable, Hashable {
          */identify: IdentifyPacket? = nil, 
         /**
          * Hedge short-link requests (stn profile: a request unanswered for
-         * about 4 RTTs is sent once more on a fresh connection). False turns
-         * hedging off for every task.
+         * about 4 RTTs is sent once more on a fresh connection), for the tasks
+         * that allow it (`hedge` on the task: its replay is harmless). False
+         * turns hedging off for every task.
          */hedge: Bool = true, 
         /**
          * Seed of the engine's random choices.
@@ -4509,8 +4511,8 @@ public struct Task {
     public var networkStatusSensitive: Bool
     /**
      * May the short-link request be hedged (sent once more on a fresh
-     * connection while the first goes unanswered)? False for a request the
-     * server must not see twice (with `retry_count = 0`).
+     * connection while the first goes unanswered)? Only for a request whose
+     * replay is harmless: a hedged request can reach the server twice.
      */
     public var hedge: Bool
     /**
@@ -4591,9 +4593,9 @@ public struct Task {
          */networkStatusSensitive: Bool = false, 
         /**
          * May the short-link request be hedged (sent once more on a fresh
-         * connection while the first goes unanswered)? False for a request the
-         * server must not see twice (with `retry_count = 0`).
-         */hedge: Bool = true, 
+         * connection while the first goes unanswered)? Only for a request whose
+         * replay is harmless: a hedged request can reach the server twice.
+         */hedge: Bool = false, 
         /**
          * May the short-link request go as TLS 1.3 early data (0-RTT)? Only for
          * a request whose replay is harmless.

@@ -26,8 +26,9 @@ use crate::time::{Duration, Instant};
 /// attempt and one at a time. A hedge is part of its attempt: it does not use
 /// a retry, pass the anti-avalanche limits again, or count against
 /// `max_in_flight_short`; the attempt's [`Report::hedges`](crate::Report::hedges) counts them.
-/// A request the server must not see twice: [`Task::hedge`](crate::Task::hedge) `false` (or
-/// [`Config::hedge`](crate::Config::hedge) `None` for every task).
+/// Only a task that says its replay is harmless is hedged
+/// ([`Task::hedge`](crate::Task::hedge), off by default); [`Config::hedge`](crate::Config::hedge)
+/// `None` hedges no task.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct HedgePolicy {

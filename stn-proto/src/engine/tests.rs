@@ -1807,7 +1807,7 @@ fn a_judged_task_still_times_out_and_can_be_cancelled() {
 #[test]
 fn a_silent_request_is_hedged_and_the_hedge_can_win() {
     let mut h = H::new(short_cfg(Profile::Stn));
-    let id = h.submit(short_task("x"));
+    let id = h.submit(short_task("x").hedge(true));
     let (first, _) = connects(&h.log)[0];
     h.now += ms(50);
     h.ev(first, ConnEvent::Connected);
@@ -1835,7 +1835,7 @@ fn a_silent_request_is_hedged_and_the_hedge_can_win() {
 #[test]
 fn the_first_exchange_still_wins_over_a_running_hedge() {
     let mut h = H::new(short_cfg(Profile::Stn));
-    let id = h.submit(short_task("x"));
+    let id = h.submit(short_task("x").hedge(true));
     let (first, _) = connects(&h.log)[0];
     h.ev(first, ConnEvent::Connected);
     let a = h.advance(secs(1));
@@ -1849,7 +1849,7 @@ fn the_first_exchange_still_wins_over_a_running_hedge() {
 #[test]
 fn a_hedge_takes_over_when_the_first_exchange_fails() {
     let mut h = H::new(short_cfg(Profile::Stn));
-    let id = h.submit(short_task("x").retry_count(0));
+    let id = h.submit(short_task("x").hedge(true).retry_count(0));
     let (first, _) = connects(&h.log)[0];
     h.ev(first, ConnEvent::Connected);
     let a = h.advance(secs(1));
@@ -1872,7 +1872,7 @@ fn a_hedge_takes_over_when_the_first_exchange_fails() {
 #[test]
 fn at_most_two_hedges_one_at_a_time() {
     let mut h = H::new(short_cfg(Profile::Stn));
-    h.submit(short_task("x").total_timeout(secs(60)));
+    h.submit(short_task("x").hedge(true).total_timeout(secs(60)));
     let (first, _) = connects(&h.log)[0];
     h.ev(first, ConnEvent::Connected);
     let mut hedges = Vec::new();
@@ -1890,10 +1890,10 @@ fn at_most_two_hedges_one_at_a_time() {
 }
 
 #[test]
-fn no_hedge_after_a_response_byte_for_large_requests_opted_out_tasks_or_under_mars() {
+fn no_hedge_after_a_response_byte_for_large_requests_unmarked_tasks_or_under_mars() {
     // A response has started: the transfer is under way.
     let mut h = H::new(short_cfg(Profile::Stn));
-    h.submit(short_task("x"));
+    h.submit(short_task("x").hedge(true));
     let (c, _) = connects(&h.log)[0];
     h.ev(c, ConnEvent::Connected);
     h.ev(
@@ -1903,19 +1903,19 @@ fn no_hedge_after_a_response_byte_for_large_requests_opted_out_tasks_or_under_ma
     assert!(connects(&h.advance(secs(5))).is_empty());
     // A large request.
     let mut h = H::new(short_cfg(Profile::Stn));
-    h.submit(short_task(&"x".repeat(9 * 1024)));
+    h.submit(short_task(&"x".repeat(9 * 1024)).hedge(true));
     let (c, _) = connects(&h.log)[0];
     h.ev(c, ConnEvent::Connected);
     assert!(connects(&h.advance(secs(5))).is_empty());
-    // A task that opts out.
+    // A task that does not say its replay is harmless (the default).
     let mut h = H::new(short_cfg(Profile::Stn));
-    h.submit(short_task("x").hedge(false));
+    h.submit(short_task("x"));
     let (c, _) = connects(&h.log)[0];
     h.ev(c, ConnEvent::Connected);
     assert!(connects(&h.advance(secs(5))).is_empty());
     // Mars never hedges.
     let mut h = H::new(short_cfg(Profile::Mars));
-    h.submit(short_task("x"));
+    h.submit(short_task("x").hedge(true));
     let (c, _) = connects(&h.log)[0];
     h.ev(c, ConnEvent::Connected);
     assert!(connects(&h.advance(secs(5))).is_empty());

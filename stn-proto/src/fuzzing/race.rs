@@ -5,7 +5,8 @@ use arbitrary::{Arbitrary, Unstructured};
 use crate::net::{ConnectError, IpAddr, SocketAddr};
 use crate::profile::Profile;
 use crate::race::{
-    AttemptId, AttemptResult, FailReason, LoserReports, Race, RaceAction, RaceConfig, RaceOutcome,
+    AttemptId, AttemptResult, FailReason, LoserReports, QuietPolicy, Race, RaceAction, RaceConfig,
+    RaceOutcome,
 };
 use crate::time::{Duration, Instant};
 
@@ -47,6 +48,8 @@ struct Tweak {
     all_lost: bool,
     no_adaptive: bool,
     no_abandon: bool,
+    /// Go quiet after this many 20 ms units (and the floor on Mars's passes).
+    quiet_after: Option<u8>,
 }
 
 /// One thing the caller does. `dt` units are 20 ms for socket results (they
@@ -135,6 +138,15 @@ fn config_for(profile: ProfileChoice, tweak: Option<Tweak>) -> RaceConfig {
         }
         if t.no_abandon {
             c.abandon = None;
+        }
+        if let Some(q) = t.quiet_after {
+            c.quiet = Some(QuietPolicy {
+                after: Duration::from_millis(20 * u64::from(q)),
+                ..QuietPolicy::default()
+            });
+            if let Some(f) = c.floor.as_mut() {
+                f.pass_gap = Some(Duration::from_secs(1));
+            }
         }
     }
     c

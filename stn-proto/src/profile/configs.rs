@@ -98,6 +98,7 @@ impl RaceConfig {
             max_rounds: k::max_rounds(p),
             overall_timeout: k::overall_timeout(p),
             loser_reports: k::loser_reports(p),
+            quiet: k::quiet(p),
         }
     }
 }

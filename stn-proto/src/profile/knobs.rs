@@ -19,7 +19,7 @@ use crate::heartbeat::RttScaledTimeout;
 use crate::monitor::ReconnectBackoff;
 use crate::net::NetworkKind;
 use crate::profile::Profile;
-use crate::race::{AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor};
+use crate::race::{AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor, QuietPolicy};
 use crate::smart_heartbeat::{MarsSmartConfig, SearchConfig, SmartHeartbeatConfig};
 use crate::time::Duration;
 use crate::timeout::{AdaptiveConfig, DynamicTimeoutConfig, NetworkTimeouts};
@@ -134,6 +134,14 @@ knobs! {
         /// connecting as timed out, which bans live endpoints that were merely
         /// slower; stn reports only the attempts that were outpaced.
         loser_reports: LoserReports = [LoserReports::MarsLowerIndexTimedOut, LoserReports::MarsLowerIndexTimedOut, LoserReports::Outpaced], "complex_connect.cc, lower index timed out";
+        /// In an outage stn's fresh sockets only send SYNs into the void, and
+        /// when it ends several of them reach the server within one RTT.
+        /// `QuietPolicy` (with the floor's `pass_gap` at Mars's 1 s retry
+        /// interval) keeps only the floor, Mars's own sockets and SYN
+        /// instants, and one long-lived probe once nothing answered for 3 s.
+        /// Not on under stn yet: turned on, one retry-0 matrix cell fails
+        /// more calls than the gate allows (docs/economy.md).
+        quiet: Option<QuietPolicy> = [None, None, None], "none";
     }
 
     /// The long link's default frame codec (`codec::longlink::CodecConfig`,

@@ -9,7 +9,7 @@ use crate::engine::{
 use crate::heartbeat::RttScaledTimeout;
 use crate::monitor::ReconnectBackoff;
 use crate::net::NetworkKind;
-use crate::race::{AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor};
+use crate::race::{AbandonPolicy, AdaptiveStagger, LoserReports, ProbeFloor, QuietPolicy};
 use crate::smart_heartbeat::SmartHeartbeatConfig;
 use crate::time::Duration;
 use crate::timeout::{AdaptiveConfig, DynamicTimeoutConfig, NetworkTimeouts};
@@ -139,9 +139,27 @@ impl Render for AbandonPolicy {
     }
 }
 
+impl Render for QuietPolicy {
+    fn render(&self) -> String {
+        format!(
+            "after {} of silence: the floor and one probe of {}",
+            self.after.render(),
+            self.probe_for.render()
+        )
+    }
+}
+
 impl Render for ProbeFloor {
     fn render(&self) -> String {
-        format!("every {}, {} open", self.stagger.render(), self.max_open)
+        let pass = match self.pass_gap {
+            Some(gap) => format!(", one pass over the list, the next {} after", gap.render()),
+            None => String::new(),
+        };
+        format!(
+            "every {}, {} open{pass}",
+            self.stagger.render(),
+            self.max_open
+        )
     }
 }
 

@@ -973,12 +973,14 @@ fn degenerate_config_does_not_panic_or_spin() {
             ..AbandonPolicy::default()
         }),
         floor: Some(ProbeFloor {
+            pass_gap: None,
             stagger: Duration::ZERO,
             max_open: 0,
         }),
         max_rounds: Some(0),
         overall_timeout: None,
         loser_reports: LoserReports::AllLost,
+        quiet: None,
     };
     let mut r = Race::new(ms(0), config, vec![addr(1), addr(2)], None, None);
     let trace = run_black_holed(&mut r);
@@ -1697,4 +1699,125 @@ fn tls_handshake_time_is_not_connect_time() {
     // A late duplicate is ignored.
     r.handle_tcp_connected(ms(110), id(1));
     assert_eq!(drain(&mut r), vec![]);
+}
+
+/// stn's race with the outage levers on: quiet after 3 s, the floor on
+/// Mars's passes (1 s retry gap); no race cap, as on the short link.
+fn quiet_config() -> RaceConfig {
+    let mut c = RaceConfig::for_profile(Profile::Stn);
+    c.overall_timeout = None;
+    c.quiet = Some(QuietPolicy::default());
+    c.floor = c.floor.map(|f| ProbeFloor {
+        pass_gap: Some(Duration::from_secs(1)),
+        ..f
+    });
+    c
+}
+
+/// Mars's race and its task's retries (1 s after each failed race) until
+/// `until`: every attempt's lifetime.
+fn mars_with_retries(cands: &[SocketAddr], until: Instant) -> Vec<(Instant, Instant)> {
+    let mut lives = Vec::new();
+    let mut start = ms(0);
+    while start < until {
+        let mut r = Race::new(
+            start,
+            RaceConfig::for_profile(Profile::Mars),
+            cands.to_vec(),
+            None,
+            None,
+        );
+        let trace = run_black_holed(&mut r);
+        let (end, _) = failed_at(&trace).expect("a black-holed race fails");
+        lives.extend(r.attempts().iter().map(|a| (a.started, a.ended.unwrap())));
+        start = end + Duration::from_secs(1);
+    }
+    lives
+}
+
+#[test]
+fn quiet_race_keeps_every_mars_syn_with_fewer_sockets() {
+    let window = ms(30_000);
+    for cands in [&[1][..], &[1, 2], &[1, 2, 3, 4, 5]] {
+        let addrs: Vec<SocketAddr> = cands.iter().map(|&c| addr(c)).collect();
+        let mars = mars_with_retries(&addrs, window);
+        for rtt in [None, Some(60), Some(300)] {
+            let rtt = rtt.map(Duration::from_millis);
+            let quiet = black_holed_lifetimes(Race::new(
+                ms(0),
+                quiet_config(),
+                addrs.clone(),
+                rtt,
+                Some(ms(40_000)),
+            ));
+            let mut loud_config = RaceConfig::for_profile(Profile::Stn);
+            loud_config.overall_timeout = None;
+            let loud = black_holed_lifetimes(Race::new(
+                ms(0),
+                loud_config,
+                addrs.clone(),
+                rtt,
+                Some(ms(40_000)),
+            ));
+            for os in [XNU_SYNS, LINUX_CLASSIC_SYNS] {
+                let m = syn_instants(&mars, os, window);
+                let q = syn_instants(&quiet, os, window);
+                let missing: Vec<_> = m.difference(&q).collect();
+                assert!(missing.is_empty(), "{cands:?} rtt {rtt:?}: {missing:?}");
+            }
+            // Past the quiet point (3 s after the last address was first
+            // tried: by 5.3 s here) only the floor (3) and the probe are open.
+            for t in (5_300..40_000).step_by(100).map(ms) {
+                let open = quiet.iter().filter(|&&(s, e)| s <= t && t < e).count();
+                assert!(open <= 4, "{cands:?} rtt {rtt:?}: {open} open at {t:?}");
+            }
+            assert!(
+                3 * quiet.len() < 2 * loud.len(),
+                "{cands:?} rtt {rtt:?}: {} connects quiet, {} racing",
+                quiet.len(),
+                loud.len()
+            );
+        }
+    }
+}
+
+#[test]
+fn an_answer_ends_the_quiet() {
+    let mut r = Race::new(
+        ms(0),
+        quiet_config(),
+        vec![addr(1), addr(2)],
+        Some(Duration::from_millis(60)),
+        Some(ms(40_000)),
+    );
+    let mut t = ms(0);
+    drain(&mut r);
+    while t < ms(4_000) {
+        t = r.poll_timeout().unwrap();
+        r.handle_timeout(t);
+        drain(&mut r);
+    }
+    // Quiet: only floor attempts and the probe (the first floor attempt,
+    // kept past its 10 s for 60 s) are open.
+    let open: Vec<_> = r
+        .attempts()
+        .iter()
+        .filter(|a| a.state == AttemptState::Connecting)
+        .collect();
+    assert!(
+        open.iter().all(|a| a.floor || a.deadline == ms(60_000)),
+        "at {t:?}: {open:?}"
+    );
+    let open = r
+        .attempts()
+        .iter()
+        .find(|a| a.state == AttemptState::Connecting)
+        .unwrap()
+        .id;
+    r.handle_failed(t, open, ConnectError::Refused);
+    let actions = drain(&mut r);
+    assert!(
+        actions.iter().any(|a| matches!(a, A::Connect { .. })),
+        "a refusal restarts the race at once: {actions:?}"
+    );
 }

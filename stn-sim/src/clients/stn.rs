@@ -74,6 +74,10 @@ pub struct StnClientConfig {
     /// The link of each call, cycled by call id (`None`: the main link or
     /// the short link); empty: every call as `channel` says.
     pub call_links: Vec<Option<LinkName>>,
+    /// Every task may be hedged (`Task::hedge`): the benchmark's calls are
+    /// echoes, whose replay is harmless; the profile decides whether the
+    /// engine hedges.
+    pub hedge: bool,
 }
 
 impl StnClientConfig {
@@ -119,6 +123,7 @@ impl StnClientConfig {
             early_data: false,
             links: Vec::new(),
             call_links: Vec::new(),
+            hedge: true,
         }
     }
 }
@@ -559,6 +564,7 @@ impl CallClient for StnClient {
         if let Some(Some(link)) = links.get(pick) {
             task = task.on_link(link.clone());
         }
+        task = task.hedge(self.cfg.hedge);
         let connects = self.connects;
         match self.engine_mut(now).submit(now, task) {
             Ok(tid) => {

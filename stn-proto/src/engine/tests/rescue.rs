@@ -67,7 +67,7 @@ fn attempts(h: &H, id: TaskId) -> u32 {
 
 #[test]
 fn a_stalled_task_at_retry_0_is_resent_once_on_the_next_link() {
-    let task = Task::new(1, "", "a").retry_count(0);
+    let task = Task::new(1, "", "a").retry_count(0).hedge(true);
     let (mut h, id, old) = stalled(long_cfg(Profile::Stn), task);
     assert!(h.finished(id).is_empty(), "rescued, not ended");
     let mut s = next_link(&mut h, old.conn);
@@ -88,18 +88,19 @@ fn a_stalled_task_at_retry_0_is_resent_once_on_the_next_link() {
 
 #[test]
 fn a_task_that_must_not_be_sent_twice_is_not_rescued() {
-    let task = Task::new(1, "", "a").retry_count(0).hedge(false);
+    // Not marked as safe to replay (the default).
+    let task = Task::new(1, "", "a").retry_count(0);
     let (h, id, _) = stalled(long_cfg(Profile::Stn), task);
     assert_eq!(h.outcome(id), Err(Error::Timeout(TimeoutKind::FirstPacket)));
     // Hedging off for every task turns the rescue off too.
     let mut cfg = long_cfg(Profile::Stn);
     cfg.hedge = None;
-    let (h, id, _) = stalled(cfg, Task::new(1, "", "a").retry_count(0));
+    let (h, id, _) = stalled(cfg, Task::new(1, "", "a").retry_count(0).hedge(true));
     assert_eq!(h.outcome(id), Err(Error::Timeout(TimeoutKind::FirstPacket)));
     // Mars has no rescue.
     let (h, id, _) = stalled(
         long_cfg(Profile::Mars),
-        Task::new(1, "", "a").retry_count(0),
+        Task::new(1, "", "a").retry_count(0).hedge(true),
     );
     assert_eq!(h.outcome(id), Err(Error::Timeout(TimeoutKind::FirstPacket)));
 }
@@ -108,7 +109,7 @@ fn a_task_that_must_not_be_sent_twice_is_not_rescued() {
 fn a_second_stall_ends_the_task() {
     // One retry: the first stall uses it, the second is rescued, the third
     // ends the task (its deadline, 40 s, is not reached).
-    let task = Task::new(1, "", "a").retry_count(1);
+    let task = Task::new(1, "", "a").retry_count(1).hedge(true);
     let (mut h, id, old) = stalled(long_cfg(Profile::Stn), task);
     let mut s = next_link(&mut h, old.conn);
     assert_eq!(task_frames(&h, &mut s, id).len(), 1, "the retry");
@@ -128,7 +129,7 @@ fn a_second_stall_ends_the_task() {
 
 #[test]
 fn the_deadline_bounds_the_rescue() {
-    let task = Task::new(1, "", "a").retry_count(0);
+    let task = Task::new(1, "", "a").retry_count(0).hedge(true);
     let (mut h, id, old) = stalled(long_cfg(Profile::Stn), task);
     let mut s = next_link(&mut h, old.conn);
     assert_eq!(task_frames(&h, &mut s, id).len(), 1);
