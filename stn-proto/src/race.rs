@@ -979,9 +979,7 @@ impl Race {
         // sockets would only send SYNs into it (and, when it ends, several
         // of them reach the server at once); the floor keeps a SYN on the
         // wire wherever Mars has one.
-        if self.quiet_at().is_some_and(|t| t <= now) {
-            self.go_quiet(now);
-        }
+        self.quiet_if_due(now);
         // 3. Abandon attempts whose SYNs look lost, if a fresh one may replace them.
         for i in 0..self.attempts.len() {
             if self.quiet {
@@ -1049,6 +1047,8 @@ impl Race {
             };
             self.start(now, pos, candidate, round, false, true);
         }
+        // Trying the last candidate may have made the quiet due now.
+        self.quiet_if_due(now);
         // 6. Nothing in flight and nothing left to start: the race failed.
         if self.in_flight() == 0 && self.next_candidate().is_none() {
             self.finish_failed(FailReason::Exhausted);
@@ -1208,6 +1208,12 @@ impl Race {
         let after = self.config.quiet?.after;
         let tried_all = self.tried_all_at?;
         (!self.quiet && self.config.floor.is_some()).then(|| self.heard_at.max(tried_all) + after)
+    }
+
+    fn quiet_if_due(&mut self, now: Instant) {
+        if self.quiet_at().is_some_and(|t| t <= now) {
+            self.go_quiet(now);
+        }
     }
 
     /// Closes every open attempt but the floor's (no verdict: the silence
