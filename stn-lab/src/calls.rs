@@ -143,7 +143,11 @@ pub(super) async fn stn_call_with(
     } = how;
     let body = shape.body(index);
     let expected = shape.expected(&body);
-    let mut task = Task::new(8, DEFAULT_CGI_PATH, body).channel(channel);
+    // Echo calls, whose replay is harmless: marked as the simulator's
+    // bench marks them, so both sides may hedge alike.
+    let mut task = Task::new(8, DEFAULT_CGI_PATH, body)
+        .channel(channel)
+        .hedge(true);
     if let Some(r) = retry {
         task = task.retry_count(r);
     }

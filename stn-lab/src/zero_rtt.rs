@@ -333,6 +333,7 @@ impl Series {
             let mut task = Task::new(8, DEFAULT_CGI_PATH, body.clone())
                 .channel(Channel::Short)
                 .retry_count(0)
+                .hedge(true)
                 .early_data(self.mode.early());
             if self.mode.keep_alive() {
                 task = task.header("Connection", "Keep-Alive");
