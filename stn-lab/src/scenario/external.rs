@@ -648,11 +648,20 @@ mod tests {
         assert!(e.to_string().contains("killed after its bound"), "{e}");
         let pid = std::fs::read_to_string(&pid_file).unwrap();
         let _ = std::fs::remove_file(&pid_file);
-        // Gone, or a zombie waiting for its new parent to reap it.
-        let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
-        assert!(
-            stat.as_deref().map_or(true, |s| s.contains(") Z ")),
-            "the group's sleep still runs: {stat:?}"
-        );
+        // Gone, or a zombie waiting for its new parent to reap it. A
+        // killed process still shows as running until the kernel schedules
+        // it to die, so this waits (bounded) for that.
+        let dead =
+            |stat: &std::io::Result<String>| stat.as_deref().map_or(true, |s| s.contains(") Z "));
+        let read = || std::fs::read_to_string(format!("/proc/{}/stat", pid.trim()));
+        let mut stat = read();
+        for _ in 0..500 {
+            if dead(&stat) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+            stat = read();
+        }
+        assert!(dead(&stat), "the group's sleep still runs: {stat:?}");
     }
 }
